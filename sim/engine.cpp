@@ -1,0 +1,330 @@
+// The discrete-event loop: ranks, streams, rendezvous of collectives, delivery of sends, memory
+// accounting and the per-rank time breakdown of the compute stream.
+#include "sim/engine.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <queue>
+
+namespace dtsim {
+namespace {
+
+// A small POD; ordered by (time, rank, sequence) so the order never depends on anything else.
+struct Event {
+  TimeNs time;
+  std::int32_t rank;
+  std::int32_t op;
+  std::uint64_t seq;
+  TimeNs start;
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (rank != o.rank) return rank > o.rank;
+    return seq > o.seq;
+  }
+};
+
+struct RankState {
+  int stage = 0;
+  std::vector<std::uint8_t> done;
+  std::array<int, kNumStreams> next{};
+  std::array<bool, kNumStreams> busy{};
+  int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
+  std::array<double, kNumMemCategories> mem{};
+  double peak = 0;
+  TimeNs compute_idle_since = 0, last_end = 0;
+  TimeNs compute_ns = 0, memory_ns = 0, exposed_ns = 0, bubble_ns = 0;
+  bool traced = false;
+};
+
+// A pending collective of one group: members that posted it and when the last one did.
+struct Rendezvous {
+  int arrived = 0;
+  TimeNs latest = 0;
+};
+
+struct StageTimes {
+  std::vector<TimeNs> duration;
+  std::vector<std::uint8_t> memory_bound;
+};
+
+class Simulation {
+ public:
+  Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
+             const ComputeModel& compute, TraceSink* sink, TraceDetail detail)
+      : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
+        peak_flops_(compute.peak_flops()) {
+    const int n = plan_.num_ranks();
+    ranks_.resize(n);
+    tp_rv_.resize(n);
+    dp_rv_.resize(n);
+    tp_ring_.resize(n);
+    dp_ring_.resize(n);
+    tp_members_.resize(n);
+    dp_members_.resize(n);
+    link_bytes_.assign(graph.num_links(), 0);
+    link_busy_.assign(graph.num_links(), 0);
+    for (const StageProgram& stage : program.stages) {
+      StageTimes t;
+      for (int i = 0; i < stage.size(); ++i) {
+        if (stage.comm[i] != CommKind::none) {
+          t.duration.push_back(0);
+          t.memory_bound.push_back(0);
+          continue;
+        }
+        const OpTiming timing = compute.time(stage, i);
+        t.duration.push_back(timing.duration_ns);
+        t.memory_bound.push_back(timing.memory_bound);
+      }
+      times_.push_back(std::move(t));
+    }
+    for (int r = 0; r < n; ++r) {
+      RankState& s = ranks_[r];
+      const RankCoords c = plan_.coords(r);
+      s.stage = c.pp;
+      s.done.assign(program.stages[s.stage].size(), 0);
+      s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
+    }
+  }
+
+  EngineResult run() {
+    for (int r = 0; r < plan_.num_ranks(); ++r) {
+      const StageProgram& p = program_.stages[ranks_[r].stage];
+      for (int c = 0; c < kNumMemCategories; ++c) allocate(r, 0, static_cast<MemCategory>(c), p.static_bytes[c]);
+      for (int s = 0; s < kNumStreams; ++s) try_start(r, s, 0, CommKind::none);
+    }
+    while (!queue_.empty()) {
+      const Event ev = queue_.top();
+      queue_.pop();
+      finish(ev);
+    }
+    return result();
+  }
+
+ private:
+  void schedule(int rank, int op, TimeNs start, TimeNs end) { queue_.push(Event{end, rank, op, seq_++, start}); }
+
+  void allocate(int rank, TimeNs time, MemCategory c, double bytes) {
+    if (bytes == 0) return;
+    RankState& s = ranks_[rank];
+    s.mem[static_cast<int>(c)] += bytes;
+    double total = 0;
+    for (double b : s.mem) total += b;
+    s.peak = std::max(s.peak, total);
+    if (total > gpu_.memory_bytes && oom_rank_ < 0) {
+      oom_rank_ = rank;
+      oom_time_ = time;
+      oom_needed_ = total;
+    }
+    if (s.traced)
+      sink_->memory(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
+  }
+
+  bool deps_done(const RankState& s, const StageProgram& p, int op) const {
+    for (int i = p.dep_begin[op]; i < p.dep_begin[op + 1]; ++i)
+      if (!s.done[p.deps[i]]) return false;
+    return true;
+  }
+
+  // Ranks of this rank's TP or DP group in ring order; the first is the group's leader. Built
+  // once per group, on first use.
+  const std::vector<int>& members(int rank, Group g) {
+    RankCoords c = plan_.coords(rank);
+    (g == Group::tp ? c.tp : c.dp) = 0;
+    std::vector<int>& out = (g == Group::tp ? tp_members_ : dp_members_)[plan_.rank_of(c)];
+    if (out.empty()) {
+      const int size = g == Group::tp ? plan_.tp : plan_.dp;
+      for (int i = 0; i < size; ++i) {
+        (g == Group::tp ? c.tp : c.dp) = i;
+        out.push_back(plan_.rank_of(c));
+      }
+    }
+    return out;
+  }
+
+  int peer(int rank, Group g) const {
+    RankCoords c = plan_.coords(rank);
+    c.pp += g == Group::pp_next ? 1 : -1;
+    return plan_.rank_of(c);
+  }
+
+  void carry(const std::vector<int>& route_links, double bytes, TimeNs duration) {
+    for (int id : route_links) {
+      link_bytes_[id] += bytes;
+      link_busy_[id] += duration;
+    }
+  }
+
+  void try_start(int rank, int stream, TimeNs now, CommKind trigger) {
+    RankState& s = ranks_[rank];
+    const StageProgram& p = program_.stages[s.stage];
+    const auto& ops = p.stream_ops[stream];
+    if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
+    const int op = ops[s.next[stream]];
+    if (!deps_done(s, p, op)) return;
+    s.busy[stream] = true;
+    ++s.next[stream];
+    allocate(rank, now, p.mem_start_category[op], p.mem_start_bytes[op]);
+    const CommKind comm = p.comm[op];
+    if (comm == CommKind::none) {
+      const TimeNs gap = now - s.compute_idle_since;
+      if (gap > 0) (trigger == CommKind::recv ? s.bubble_ns : s.exposed_ns) += gap;
+      const TimeNs d = times_[s.stage].duration[op];
+      (times_[s.stage].memory_bound[op] ? s.memory_ns : s.compute_ns) += d;
+      schedule(rank, op, now, now + d);
+    } else if (comm == CommKind::send) {
+      const int dst = peer(rank, p.group[op]);
+      const PathParams path = comm_.path(rank, dst);
+      const TimeNs d = CommModel::collective_time(CommKind::send, p.bytes[op], 2, path);
+      carry(comm_.route_links(rank, dst), p.bytes[op], d);
+      schedule(rank, op, now, now + d);
+    } else {
+      post_collective(rank, op, now);
+    }
+  }
+
+  void post_collective(int rank, int op, TimeNs now) {
+    const StageProgram& p = program_.stages[ranks_[rank].stage];
+    const Group g = p.group[op];
+    const std::vector<int>& group = members(rank, g);
+    const int leader = group.front();
+    Rendezvous& rv = (g == Group::tp ? tp_rv_ : dp_rv_)[leader];
+    ++rv.arrived;
+    rv.latest = std::max(rv.latest, now);
+    if (rv.arrived < static_cast<int>(group.size())) return;
+    std::vector<PathParams>& cache = g == Group::tp ? tp_ring_ : dp_ring_;
+    if (cache[leader].bytes_per_s == 0) cache[leader] = comm_.ring(group);
+    const int n = static_cast<int>(group.size());
+    const TimeNs d = CommModel::collective_time(p.comm[op], p.bytes[op], n, cache[leader]);
+    const double hop_bytes = CommModel::bytes_per_hop(p.comm[op], p.bytes[op], n);
+    for (int i = 0; i < n; ++i) {
+      carry(comm_.route_links(group[i], group[(i + 1) % n]), hop_bytes, d);
+      schedule(group[i], op, rv.latest, rv.latest + d);
+    }
+    rv = Rendezvous{};
+  }
+
+  void deliver(int rank, int op, TimeNs start, TimeNs now) {
+    const StageProgram& p = program_.stages[ranks_[rank].stage];
+    const int dst = peer(rank, p.group[op]);
+    RankState& d = ranks_[dst];
+    const StageProgram& dp = program_.stages[d.stage];
+    const bool from_prev = p.group[op] == Group::pp_next;
+    const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
+    int& index = from_prev ? d.recv_prev : d.recv_next;
+    assert(index < static_cast<int>(list.size()));
+    schedule(dst, list[index++], start, now);
+  }
+
+  void finish(const Event& ev) {
+    RankState& s = ranks_[ev.rank];
+    const StageProgram& p = program_.stages[s.stage];
+    const int op = ev.op;
+    allocate(ev.rank, ev.time, p.mem_end_category[op], p.mem_end_bytes[op]);
+    s.done[op] = 1;
+    ++events_;
+    const CommKind comm = p.comm[op];
+    if (p.gemm_m[op] > 0) (p.phase[op] == Phase::recompute ? recompute_flops_ : model_flops_) += p.flops[op];
+    if (s.traced) {
+      const std::int8_t category = comm != CommKind::none ? 2 : times_[s.stage].memory_bound[op] ? 1 : 0;
+      sink_->event(EventRecord{ev.rank, static_cast<std::int8_t>(p.stream[op]), category,
+                               static_cast<std::int8_t>(p.phase[op]), static_cast<std::int16_t>(p.kind[op]),
+                               p.layer[op], p.micro_batch[op], ev.start, ev.time, p.flops[op], p.bytes[op]});
+    }
+    s.last_end = std::max(s.last_end, ev.time);
+    if (comm != CommKind::recv) s.busy[static_cast<int>(p.stream[op])] = false;
+    if (comm == CommKind::none) s.compute_idle_since = ev.time;
+    if (comm == CommKind::send) deliver(ev.rank, op, ev.start, ev.time);
+    for (int st = 0; st < kNumStreams; ++st) try_start(ev.rank, st, ev.time, comm);
+  }
+
+  EngineResult result() {
+    EngineResult out;
+    TimeNs step = 0;
+    for (const RankState& s : ranks_) step = std::max(step, s.last_end);
+    const int n = plan_.num_ranks();
+    const double step_s = ns_to_seconds(std::max<TimeNs>(step, 1));
+    Summary& sum = out.summary;
+    sum.num_gpus = n;
+    sum.events = events_;
+    sum.step_time_s = ns_to_seconds(step);
+    sum.tokens_per_s = static_cast<double>(plan_.global_batch) * program_.model.seq_len / step_s;
+    sum.model_tflops_per_gpu = model_flops_ / (step_s * n) / kTFLOP;
+    sum.hw_tflops_per_gpu = (model_flops_ + recompute_flops_) / (step_s * n) / kTFLOP;
+    sum.mfu = sum.model_tflops_per_gpu * kTFLOP / peak_flops_;
+    double total_ns = 0;
+    for (int r = 0; r < n; ++r) {
+      const RankState& s = ranks_[r];
+      const RankCoords c = plan_.coords(r);
+      RankRecord row;
+      row.rank = r;
+      row.node = graph_.node_of_gpu(r);
+      row.dp = c.dp;
+      row.tp = c.tp;
+      row.pp = c.pp;
+      row.peak_memory_bytes = s.peak;
+      row.compute_s = ns_to_seconds(s.compute_ns);
+      row.memory_bound_s = ns_to_seconds(s.memory_ns);
+      row.exposed_comm_s = ns_to_seconds(s.exposed_ns);
+      row.bubble_s = ns_to_seconds(s.bubble_ns);
+      row.idle_s = ns_to_seconds(step - s.compute_ns - s.memory_ns - s.exposed_ns - s.bubble_ns);
+      out.ranks.push_back(row);
+      sum.compute += s.compute_ns;
+      sum.memory_bound += s.memory_ns;
+      sum.exposed_comm += s.exposed_ns;
+      sum.bubble += s.bubble_ns;
+      total_ns += static_cast<double>(step);
+      if (s.peak > sum.peak_memory_gib * kGiB) {
+        sum.peak_memory_gib = s.peak / kGiB;
+        sum.peak_memory_rank = r;
+      }
+    }
+    for (double* f : {&sum.compute, &sum.memory_bound, &sum.exposed_comm, &sum.bubble}) *f /= std::max(total_ns, 1.0);
+    sum.idle = std::max(0.0, 1.0 - sum.compute - sum.memory_bound - sum.exposed_comm - sum.bubble);
+    sum.oom = oom_rank_ >= 0;
+    sum.oom_rank = oom_rank_;
+    sum.oom_time_s = ns_to_seconds(oom_time_);
+    sum.oom_needed_gib = oom_needed_ / kGiB;
+    sum.oom_capacity_gib = gpu_.memory_bytes / kGiB;
+    for (int id = 0; id < graph_.num_links(); ++id) {
+      const Link& l = graph_.link(id);
+      out.links.push_back(LinkRecord{id, graph_.device(graph_.link_source(id)).name,
+                                     graph_.device(graph_.link_target(id)).name, std::string(link_kind_name(l.kind)),
+                                     l.bytes_per_s, l.latency_ns, link_bytes_[id], ns_to_seconds(link_busy_[id])});
+    }
+    return out;
+  }
+
+  const Program& program_;
+  const ParallelPlan& plan_;
+  const ClusterGraph& graph_;
+  const GpuSpec& gpu_;
+  const CommModel& comm_;
+  TraceSink* sink_;
+  double peak_flops_;
+  std::vector<RankState> ranks_;
+  std::vector<StageTimes> times_;
+  std::vector<Rendezvous> tp_rv_, dp_rv_;  // indexed by group leader rank
+  std::vector<PathParams> tp_ring_, dp_ring_;
+  std::vector<std::vector<int>> tp_members_, dp_members_;
+  std::vector<double> link_bytes_;
+  std::vector<TimeNs> link_busy_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  std::uint64_t seq_ = 0;
+  std::int64_t events_ = 0;
+  double model_flops_ = 0, recompute_flops_ = 0;
+  int oom_rank_ = -1;
+  TimeNs oom_time_ = 0;
+  double oom_needed_ = 0;
+};
+
+}  // namespace
+
+Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision)
+    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_), compute_(gpu, precision) {}
+
+EngineResult Engine::run(TraceSink* sink, TraceDetail detail) {
+  return Simulation(program_, graph_, gpu_, comm_, compute_, sink, detail).run();
+}
+
+}  // namespace dtsim

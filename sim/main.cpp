@@ -1,0 +1,112 @@
+// The dtsim command line: `dtsim run`, `dtsim topology`. Bad input prints one message and
+// exits with status 2; nothing is written then.
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "sim/base/error.hpp"
+#include "sim/run.hpp"
+#include "sim/summary_format.hpp"
+#include "topologies/dot_io.hpp"
+
+namespace po = boost::program_options;
+using namespace dtsim;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json]\n"
+    "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
+    "       dtsim --help | dtsim run --help\n";
+
+struct Command {
+  po::variables_map vm;
+  std::string scenario;
+};
+
+Command parse(int argc, char** argv, const po::options_description& own) {
+  po::options_description all;
+  all.add(own).add(scenario_options());
+  all.add_options()("scenario", po::value<std::string>()->default_value(""), "scenario file");
+  po::positional_options_description positional;
+  positional.add("scenario", 1);
+  Command c;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), c.vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw InputError("only one scenario file may be given");
+  } catch (const po::unknown_option& e) {
+    throw InputError(fmt::format("unknown option '{}'; run 'dtsim run --help' for the valid keys", e.get_option_name()));
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  c.scenario = c.vm["scenario"].as<std::string>();
+  return c;
+}
+
+void print_help(const po::options_description& own) {
+  std::cout << kUsage << "\n" << own << "\n" << scenario_options() << "\n";
+}
+
+int run_command(int argc, char** argv) {
+  po::options_description own("dtsim run options");
+  own.add_options()("help,h", "print this help")("output,o", po::value<std::string>(),
+                                                  "write the HDF5 trace to FILE (overrides output.trace)")(
+      "json", "print the summary as one JSON object");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
+  const EngineResult result = run_scenario(sc, trace);
+  std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary) + "\n"
+                                     : format_summary_text(sc, result.summary));
+  if (!trace.empty() && !cmd.vm.count("json")) std::cout << "  trace              " << trace << "\n";
+  return 0;
+}
+
+int topology_command(int argc, char** argv) {
+  po::options_description own("dtsim topology options");
+  own.add_options()("help,h", "print this help")("dot", po::value<std::string>(), "write the cluster as GraphViz DOT");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  if (!cmd.vm.count("dot")) throw InputError("dtsim topology: --dot FILE is required");
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  const ClusterGraph graph = make_cluster(sc);
+  const std::string path = cmd.vm["dot"].as<std::string>();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(fmt::format("--dot {}: cannot write the file", path));
+    write_dot(graph, out);
+    if (!out) throw InputError(fmt::format("--dot {}: write failed", path));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
+  std::cout << fmt::format("wrote {} ({} GPUs, {} directed links)\n", path, graph.num_gpus(), graph.num_links());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const std::string sub = argc > 1 ? argv[1] : "";
+    if (sub == "--help" || sub == "-h" || sub == "help" || sub.empty()) {
+      std::cout << kUsage << "\n" << scenario_options() << "\n";
+      return sub.empty() ? 2 : 0;
+    }
+    if (sub == "run") return run_command(argc - 1, argv + 1);
+    if (sub == "topology") return topology_command(argc - 1, argv + 1);
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology", sub));
+  } catch (const InputError& e) {
+    std::cerr << "dtsim: error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,66 @@
+// Composition of scenario, cluster, program, engine and trace for one step.
+#include "sim/run.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "sim/base/error.hpp"
+#include "sim/hdf5_trace_sink.hpp"
+#include "topologies/dot_io.hpp"
+#include "topologies/routing.hpp"
+#include "workloads/program.hpp"
+
+namespace dtsim {
+
+ClusterGraph make_cluster(const Scenario& sc) {
+  ClusterGraph graph;
+  try {
+    graph = sc.topology_file.empty() ? build_cluster(sc.cluster) : read_dot(sc.topology_file);
+    Router(graph).check_connected();
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", sc.source, e.what()));
+  }
+  return graph;
+}
+
+namespace {
+
+std::vector<DeviceRecord> device_records(const ClusterGraph& graph) {
+  std::vector<DeviceRecord> out;
+  for (VertexId v = 0; v < boost::num_vertices(graph.graph()); ++v) {
+    const Device& d = graph.device(v);
+    out.push_back(DeviceRecord{d.name, std::string(device_kind_name(d.kind)), d.node, d.gpu_index});
+  }
+  return out;
+}
+
+}  // namespace
+
+EngineResult run_scenario(Scenario& sc, const std::string& trace_path) {
+  const ClusterGraph graph = make_cluster(sc);
+  validate_scenario(sc, graph.num_gpus());
+  const GpuSpec& gpu = find_gpu(sc.cluster.gpu);
+  const Program program = build_program(sc.model, sc.plan);
+  Engine engine(program, graph, gpu, sc.precision);
+  std::unique_ptr<TraceSink> sink;
+  if (!trace_path.empty()) {
+    sink = std::make_unique<Hdf5TraceSink>(trace_path);
+    sink->begin(RunInfo{sc.resolved_text, DTSIM_VERSION});
+  }
+  try {
+    EngineResult result = engine.run(sink.get(), sc.trace_detail);
+    if (sink) {
+      sink->ranks(result.ranks);
+      sink->topology(device_records(graph), result.links);
+      sink->summary(result.summary);
+      sink->finish();
+    }
+    return result;
+  } catch (...) {
+    if (sink) sink->abort();
+    throw;
+  }
+}
+
+}  // namespace dtsim

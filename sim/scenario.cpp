@@ -1,0 +1,260 @@
+// Scenario keys, their defaults (the built-in BLOOM-176B scenario), parsing and checking.
+// Values are read as text and converted here, so every error names the key, the value and what
+// would be valid.
+#include "sim/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/program_options/parsers.hpp>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "sim/base/error.hpp"
+
+namespace po = boost::program_options;
+
+namespace dtsim {
+namespace {
+
+struct Key {
+  const char* name;
+  const char* default_value;
+  const char* help;
+};
+
+// The keys in file order. Units are in the names or the help text.
+constexpr Key kKeys[] = {
+    {"model.name", "bloom-176b", "catalog model (see README), or 'custom' with the shape keys below"},
+    {"model.layers", "", "transformer layers (default: from model.name)"},
+    {"model.hidden", "", "hidden size"},
+    {"model.heads", "", "attention heads"},
+    {"model.kv_heads", "", "key/value heads (GQA/MQA); default = heads"},
+    {"model.ffn_hidden", "", "MLP inner size; default 4 x hidden"},
+    {"model.ffn", "", "gelu (2-matrix) | swiglu (3-matrix)"},
+    {"model.vocab", "", "vocabulary size"},
+    {"model.seq_len", "", "sequence length, tokens"},
+    {"model.tied_embeddings", "", "true | false: LM head shares the word embedding"},
+    {"model.position_embedding", "", "learned | none | alibi | rotary"},
+    {"model.embedding_norm", "", "true | false: layer norm after the embedding (BLOOM)"},
+    {"model.bias", "", "true | false: linear layers have biases"},
+    {"training.global_batch", "2048", "sequences per step"},
+    {"training.micro_batch", "2", "sequences per micro-batch"},
+    {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
+    {"training.recompute", "full", "activation recomputation: none | full"},
+    {"parallel.tp", "4", "tensor-parallel size"},
+    {"parallel.pp", "12", "pipeline-parallel stages"},
+    {"parallel.dp", "8", "data-parallel replicas"},
+    {"parallel.zero_stage", "1", "0 (DP all-reduce) | 1 (optimizer state sharded over DP)"},
+    {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe"},
+    {"parallel.stage_layers", "auto",
+     "transformer layers per stage, comma-separated (e.g. 5,6,6,5), or auto (see README)"},
+    {"parallel.rank_order", "tp,dp,pp", "rank-to-GPU mapping, innermost dimension first"},
+    {"cluster.gpu", "A100-SXM4-80GB", "GPU catalog name (see README)"},
+    {"cluster.nodes", "48", "nodes"},
+    {"cluster.gpus_per_node", "8", "GPUs per node"},
+    {"cluster.node_kind", "nvswitch", "nvswitch | pcie | nvlink_pairs"},
+    {"cluster.nvlink_GBps", "0", "NVLink GB/s per GPU per direction; 0 = from the GPU catalog"},
+    {"cluster.pcie_gen", "4", "PCIe generation 3..6 (x16 links)"},
+    {"cluster.gpus_per_pcie_switch", "2", "pcie boxes: GPUs under one PCIe switch"},
+    {"cluster.cpu_sockets", "1", "pcie boxes: CPU sockets, 1 or 2"},
+    {"cluster.p2p", "true", "pcie boxes: true = GPU peer-to-peer through the switch"},
+    {"cluster.nics_per_node", "4", "NICs per node (multi-node)"},
+    {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
+    {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
+    {"cluster.oversubscription", "1", "fat-tree leaf-to-spine oversubscription ratio, >= 1"},
+    {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
+    {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
+    {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | all"},
+};
+
+class Values {
+ public:
+  Values(const po::variables_map& vm, std::string source) : vm_(vm), source_(std::move(source)) {}
+
+  std::string text(const char* key) const { return vm_[key].as<std::string>(); }
+  bool given(const char* key) const { return !text(key).empty(); }
+
+  int integer(const char* key, int min) const {
+    const std::string v = text(key);
+    int out = 0;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    if (ec != std::errc() || ptr != v.data() + v.size())
+      throw InputError(fmt::format("{}: {} = '{}': not an integer", source_, key, v));
+    if (out < min) throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, out, min));
+    return out;
+  }
+  double real(const char* key, double min) const {
+    const std::string v = text(key);
+    std::size_t used = 0;
+    double out = 0;
+    try {
+      out = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size())
+      throw InputError(fmt::format("{}: {} = '{}': not a number", source_, key, v));
+    if (out < min) throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, v, min));
+    return out;
+  }
+  bool boolean(const char* key) const {
+    const std::string v = text(key);
+    if (v == "true" || v == "yes" || v == "1") return true;
+    if (v == "false" || v == "no" || v == "0") return false;
+    throw InputError(fmt::format("{}: {} = '{}': valid values are true, false", source_, key, v));
+  }
+  // Runs a parser that throws InputError, prefixing its message with the source file.
+  template <class F>
+  auto parsed(F&& f) const {
+    try {
+      return f();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", source_, e.what()));
+    }
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  const po::variables_map& vm_;
+  std::string source_;
+};
+
+ModelShape read_model(const Values& v) {
+  const std::string name = v.text("model.name");
+  ModelShape m;
+  if (name == "custom") {
+    for (const char* key : {"model.layers", "model.hidden", "model.heads", "model.vocab", "model.seq_len"})
+      if (!v.given(key))
+        throw InputError(fmt::format("{}: {} is required when model.name = custom", v.source(), key));
+  } else {
+    m = v.parsed([&] { return find_model(name); });
+  }
+  if (v.given("model.layers")) m.layers = v.integer("model.layers", 1);
+  if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1);
+  if (v.given("model.heads")) m.heads = v.integer("model.heads", 1);
+  if (v.given("model.kv_heads")) m.kv_heads = v.integer("model.kv_heads", 1);
+  if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1);
+  if (v.given("model.ffn")) m.ffn = v.parsed([&] { return parse_ffn_kind(v.text("model.ffn"), "model.ffn"); });
+  if (v.given("model.vocab")) m.vocab = v.integer("model.vocab", 1);
+  if (v.given("model.seq_len")) m.seq_len = v.integer("model.seq_len", 1);
+  if (v.given("model.tied_embeddings")) m.tied_embeddings = v.boolean("model.tied_embeddings");
+  if (v.given("model.position_embedding"))
+    m.position = v.parsed([&] { return parse_position_embedding(v.text("model.position_embedding"), "model.position_embedding"); });
+  if (v.given("model.embedding_norm")) m.embedding_norm = v.boolean("model.embedding_norm");
+  if (v.given("model.bias")) m.bias = v.boolean("model.bias");
+  if (m.hidden % m.heads != 0)
+    throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}", v.source(), m.hidden, m.heads));
+  if (m.kv_heads > m.heads || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
+    throw InputError(fmt::format("{}: model.kv_heads = {} must divide model.heads = {}", v.source(), m.kv_heads, m.heads));
+  return m;
+}
+
+std::vector<int> read_int_list(const Values& v, const char* key) {
+  std::vector<int> out;
+  std::stringstream in(v.text(key));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int n = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (ec != std::errc() || ptr != item.data() + item.size() || n < 1)
+      throw InputError(fmt::format("{}: {} = '{}': '{}' is not a positive integer; give e.g. 5,6,6,5",
+                                   v.source(), key, v.text(key), item));
+    out.push_back(n);
+  }
+  return out;
+}
+
+TraceDetail parse_trace_detail(const std::string& text, const std::string& source) {
+  if (text == "summary") return TraceDetail::summary;
+  if (text == "stages") return TraceDetail::stages;
+  if (text == "all") return TraceDetail::all;
+  throw InputError(fmt::format("{}: output.trace_detail = '{}': valid values are summary, stages, all", source, text));
+}
+
+}  // namespace
+
+std::string_view trace_detail_name(TraceDetail d) {
+  return d == TraceDetail::summary ? "summary" : d == TraceDetail::stages ? "stages" : "all";
+}
+
+po::options_description scenario_options() {
+  po::options_description desc("Scenario keys ([section] key = value in the file, or --section.key=value)");
+  for (const Key& k : kKeys)
+    desc.add_options()(k.name, po::value<std::string>()->default_value(k.default_value), k.help);
+  return desc;
+}
+
+Scenario load_scenario(const std::string& path, po::variables_map vm) {
+  Scenario sc;
+  sc.source = path.empty() ? "built-in default" : path;
+  if (!path.empty()) {
+    std::ifstream file(path);
+    if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
+    try {
+      po::store(po::parse_config_file(file, scenario_options(), false), vm);
+    } catch (const po::unknown_option& e) {
+      throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", path,
+                                   e.get_option_name()));
+    } catch (const po::error& e) {
+      throw InputError(fmt::format("{}: {}", path, e.what()));
+    }
+  }
+  po::notify(vm);
+  const Values v(vm, sc.source);
+  sc.model = read_model(v);
+  ParallelPlan& p = sc.plan;
+  p.global_batch = v.integer("training.global_batch", 1);
+  p.micro_batch = v.integer("training.micro_batch", 1);
+  sc.precision = v.parsed([&] { return parse_precision(v.text("training.precision"), "training.precision"); });
+  p.weight_bytes = precision_bytes(sc.precision);
+  p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
+  p.tp = v.integer("parallel.tp", 1);
+  p.pp = v.integer("parallel.pp", 1);
+  p.dp = v.integer("parallel.dp", 1);
+  p.zero_stage = v.integer("parallel.zero_stage", 0);
+  p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
+  if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
+  p.order = v.parsed([&] { return parse_rank_order(v.text("parallel.rank_order"), "parallel.rank_order"); });
+
+  ClusterConfig& c = sc.cluster;
+  c.gpu = v.text("cluster.gpu");
+  v.parsed([&] { return find_gpu(c.gpu); });
+  c.nodes = v.integer("cluster.nodes", 1);
+  c.gpus_per_node = v.integer("cluster.gpus_per_node", 1);
+  c.node_kind = v.parsed([&] { return parse_node_kind(v.text("cluster.node_kind"), "cluster.node_kind"); });
+  c.nvlink_GBps = v.real("cluster.nvlink_GBps", 0);
+  c.pcie_gen = v.integer("cluster.pcie_gen", 3);
+  c.gpus_per_pcie_switch = v.integer("cluster.gpus_per_pcie_switch", 1);
+  c.cpu_sockets = v.integer("cluster.cpu_sockets", 1);
+  c.p2p = v.boolean("cluster.p2p");
+  c.nics_per_node = v.integer("cluster.nics_per_node", 1);
+  c.nic_gbps = v.real("cluster.nic_gbps", 1e-9);
+  c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
+  c.oversubscription = v.real("cluster.oversubscription", 1);
+  sc.topology_file = v.text("cluster.topology_file");
+  sc.trace_path = v.text("output.trace");
+  sc.trace_detail = parse_trace_detail(v.text("output.trace_detail"), sc.source);
+
+  std::string section;
+  for (const Key& k : kKeys) {
+    const std::string name = k.name;
+    const std::string sec = name.substr(0, name.find('.'));
+    if (sec != section) {
+      sc.resolved_text += fmt::format("{}[{}]\n", section.empty() ? "" : "\n", sec);
+      section = sec;
+    }
+    sc.resolved_text += fmt::format("{} = {}\n", name.substr(name.find('.') + 1), v.text(k.name));
+  }
+  return sc;
+}
+
+void validate_scenario(Scenario& sc, int num_gpus) {
+  try {
+    validate_plan(sc.plan, sc.model, num_gpus);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", sc.source, e.what()));
+  }
+}
+
+}  // namespace dtsim

@@ -1,0 +1,46 @@
+// A scenario: model, training setup, parallel layout, cluster and output, read from an INI file
+// by Boost.Program_options (sections [model] [training] [parallel] [cluster] [output]). Every
+// key is also a command-line option (--parallel.tp=8) that overrides the file. The defaults are
+// the built-in scenario: BLOOM-176B on 48 nodes x 8 A100-SXM4-80GB (scenarios/bloom-176b.ini).
+#pragma once
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "topologies/builders.hpp"
+#include "topologies/gpu_catalog.hpp"
+#include "workloads/model.hpp"
+#include "workloads/parallel_plan.hpp"
+
+namespace dtsim {
+
+struct Scenario {
+  std::string source;            // the file it came from, or "built-in default"
+  ModelShape model;
+  ParallelPlan plan;             // validated against the model and the cluster
+  ClusterConfig cluster;
+  std::string topology_file;     // a DOT file replacing the built cluster, "" for none
+  Precision precision = Precision::bf16;
+  std::string trace_path;        // "" = no trace
+  TraceDetail trace_detail = TraceDetail::stages;
+  std::string resolved_text;     // every key = value, as run
+};
+
+// Every scenario key with its unit, default and meaning (for --help and parsing).
+boost::program_options::options_description scenario_options();
+
+// Reads `path` (empty: the built-in default) with command-line values in `cli` taking precedence.
+// The variables map must come from parsing the command line with scenario_options(). Checks
+// every value and the consistency of the layout; throws InputError naming file, key and value.
+// `num_gpus` is the cluster's GPU count (known once the topology is built); it is checked by
+// validate_scenario.
+Scenario load_scenario(const std::string& path, boost::program_options::variables_map cli);
+
+// Checks the layout against the number of GPUs the cluster turned out to have.
+void validate_scenario(Scenario& scenario, int num_gpus);
+
+std::string_view trace_detail_name(TraceDetail d);
+
+}  // namespace dtsim

@@ -1,0 +1,42 @@
+// Text and JSON renderings of a Summary.
+#include "sim/summary_format.hpp"
+
+#include <fmt/format.h>
+
+namespace dtsim {
+
+std::string format_summary_text(const Scenario& sc, const Summary& s) {
+  std::string out;
+  const auto& p = sc.plan;
+  out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}, micro-batch {}, global batch {}\n",
+                     sc.model.name, sc.cluster.nodes, sc.cluster.gpus_per_node, s.num_gpus, p.tp, p.pp, p.dp,
+                     p.micro_batch, p.global_batch);
+  out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
+  out += fmt::format("  throughput         {:.0f} tokens/s\n", s.tokens_per_s);
+  out += fmt::format("  model TFLOP/s/GPU  {:.1f}   (MFU {:.1f} %)\n", s.model_tflops_per_gpu, 100 * s.mfu);
+  out += fmt::format("  hw TFLOP/s/GPU     {:.1f}\n", s.hw_tflops_per_gpu);
+  out += fmt::format("  peak memory        {:.2f} GiB (rank {}) of {:.1f} GiB\n", s.peak_memory_gib,
+                     s.peak_memory_rank, s.oom_capacity_gib);
+  if (s.oom)
+    out += fmt::format("  OUT OF MEMORY      rank {} at t = {:.3f} s needs {:.2f} GiB, the GPU has {:.2f} GiB\n",
+                       s.oom_rank, s.oom_time_s, s.oom_needed_gib, s.oom_capacity_gib);
+  out += fmt::format("  time breakdown     compute {:.1f} %, memory-bound {:.1f} %, exposed comm {:.1f} %, "
+                     "bubble {:.1f} %, idle {:.1f} %\n",
+                     100 * s.compute, 100 * s.memory_bound, 100 * s.exposed_comm, 100 * s.bubble, 100 * s.idle);
+  out += fmt::format("  events simulated   {}\n", s.events);
+  return out;
+}
+
+std::string format_summary_json(const Summary& s) {
+  return fmt::format(
+      "{{\"step_time_s\": {:.9g}, \"tokens_per_s\": {:.9g}, \"model_tflops_per_gpu\": {:.9g}, "
+      "\"hw_tflops_per_gpu\": {:.9g}, \"mfu\": {:.9g}, \"peak_memory_gib\": {:.9g}, \"peak_memory_rank\": {}, "
+      "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
+      "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
+      "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}}}",
+      s.step_time_s, s.tokens_per_s, s.model_tflops_per_gpu, s.hw_tflops_per_gpu, s.mfu, s.peak_memory_gib,
+      s.peak_memory_rank, s.oom ? "true" : "false", s.oom_rank, s.oom_time_s, s.oom_needed_gib,
+      s.oom_capacity_gib, s.num_gpus, s.events, s.compute, s.memory_bound, s.exposed_comm, s.bubble, s.idle);
+}
+
+}  // namespace dtsim

@@ -1,0 +1,131 @@
+// End-to-end tests of the dtsim binary: runs, JSON, traces, and every bad input exits 2 with a
+// message naming the key or file and leaves no output file.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sim/hdf5_trace_reader.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_cli_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+Outcome run_dtsim(const std::string& args) {
+  const fs::path dir = scratch();
+  const std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + (dir / "out").string() + " 2>" +
+                          (dir / "err").string();
+  const int raw = std::system(cmd.c_str());
+  return Outcome{WEXITSTATUS(raw), slurp(dir / "out"), slurp(dir / "err")};
+}
+
+std::string scenario(const std::string& name) { return std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + name; }
+
+std::string write_file(const std::string& name, const std::string& text) {
+  const fs::path p = scratch() / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+void expect_input_error(const std::string& args, const std::string& needle) {
+  const fs::path trace = scratch() / "never.h5";
+  fs::remove(trace);
+  const Outcome o = run_dtsim(args + " --output " + trace.string());
+  INFO(args << "\nstderr: " << o.err);
+  CHECK(o.status == 2);
+  CHECK_THAT(o.err, Catch::Contains(needle));
+  CHECK_FALSE(fs::exists(trace));
+  CHECK_FALSE(fs::exists(trace.string() + ".tmp"));
+}
+
+}  // namespace
+
+TEST_CASE("dtsim run writes a trace and a JSON summary", "[cli]") {
+  const fs::path trace = scratch() / "tiny.h5";
+  const Outcome o = run_dtsim("run " + scenario("tests/tiny-pipeline.ini") + " --json --output " + trace.string());
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  for (const char* key : {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "hw_tflops_per_gpu", "mfu",
+                          "peak_memory_gib", "oom", "num_gpus", "events", "compute", "memory_bound",
+                          "exposed_comm", "bubble", "idle"})
+    CHECK_THAT(o.out, Catch::Contains(std::string("\"") + key + "\":"));
+  const dtsim::TraceContents t = dtsim::read_trace(trace.string());
+  CHECK(t.summary.num_gpus == 8);
+  CHECK(t.ranks.size() == 8);
+  CHECK_FALSE(t.events.empty());
+  CHECK(t.string_attrs.at("scenario").find("tp = 2") != std::string::npos);
+}
+
+TEST_CASE("command-line keys override the scenario file", "[cli]") {
+  const Outcome a = run_dtsim("run " + scenario("tests/tiny-pipeline.ini") + " --json");
+  const Outcome b = run_dtsim("run " + scenario("tests/tiny-pipeline.ini") + " --json --training.global_batch=32");
+  REQUIRE(a.status == 0);
+  REQUIRE(b.status == 0);
+  CHECK(a.out != b.out);
+}
+
+TEST_CASE("the workstation scenario that does not fit says so", "[cli]") {
+  const Outcome o = run_dtsim("run " + scenario("gpt-neox-20b-2x3090.ini"));
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("OUT OF MEMORY"));
+  const Outcome fits = run_dtsim("run " + scenario("gpt2-xl-2x3090.ini") + " --json");
+  REQUIRE(fits.status == 0);
+  CHECK_THAT(fits.out, Catch::Contains("\"oom\": false"));
+}
+
+TEST_CASE("bad input gets one clear message and status 2 and leaves no file", "[cli]") {
+  const std::string tiny = scenario("tests/tiny-pipeline.ini");
+  expect_input_error("run /no/such/file.ini", "/no/such/file.ini");
+  expect_input_error("run " + write_file("unknown.ini", "[model]\nname = gpt-1.7b\nlayerz = 3\n"), "model.layerz");
+  expect_input_error("run " + tiny + " --parallel.tp=two", "parallel.tp");
+  expect_input_error("run " + tiny + " --parallel.dp=3", "number of GPUs");
+  expect_input_error("run " + tiny + " --parallel.tp=3 --parallel.dp=1 --cluster.gpus_per_node=6", "model.heads");
+  expect_input_error("run " + tiny + " --cluster.gpu=GTX-9090", "GTX-9090");
+  expect_input_error("run " + tiny + " --training.recompute=sometimes", "training.recompute");
+  const std::string dot = write_file("split.dot",
+                                     "digraph g {\n a [kind=gpu, \"node\"=0];\n b [kind=gpu, \"node\"=0];\n"
+                                     " c [kind=nvswitch, \"node\"=0];\n a -> c [kind=nvlink3, bandwidth_GBps=300, latency_ns=500];\n"
+                                     " c -> a [kind=nvlink3, bandwidth_GBps=300, latency_ns=500];\n}\n");
+  expect_input_error("run " + tiny + " --cluster.topology_file=" + dot + " --parallel.tp=1 --parallel.dp=1", "disconnected");
+}
+
+TEST_CASE("dtsim topology writes DOT that dtsim reads back", "[cli]") {
+  const fs::path dot = scratch() / "node.dot";
+  const Outcome w = run_dtsim("topology " + scenario("tests/tiny-pipeline.ini") + " --dot " + dot.string());
+  INFO(w.err);
+  REQUIRE(w.status == 0);
+  const Outcome a = run_dtsim("run " + scenario("tests/tiny-pipeline.ini") + " --json");
+  const Outcome b = run_dtsim("run " + scenario("tests/tiny-pipeline.ini") + " --json --cluster.topology_file=" + dot.string());
+  INFO(b.err);
+  REQUIRE(b.status == 0);
+  CHECK(a.out == b.out);
+}
+
+TEST_CASE("help lists every key with its default", "[cli]") {
+  const Outcome o = run_dtsim("run --help");
+  CHECK(o.status == 0);
+  for (const char* key : {"model.name", "training.global_batch", "parallel.tp", "cluster.nic_gbps", "output.trace_detail"})
+    CHECK_THAT(o.out, Catch::Contains(key));
+}

@@ -1,0 +1,232 @@
+// build_cluster: turns a ClusterConfig into a ClusterGraph. Node kinds:
+//  - nvswitch: every GPU has one duplex NVLink (all its links together) to one vertex standing for
+//    the whole NVSwitch plane (DGX/HGX style).
+//  - pcie: groups of gpus_per_pcie_switch GPUs under PCIe switches, switches split over the CPU
+//    sockets in contiguous halves, sockets joined by UPI. With p2p = false the switches cannot
+//    forward GPU-to-GPU traffic; we model that by hanging each GPU directly off its CPU socket (no
+//    switch vertex), so every GPU-GPU route runs GPU -> CPU -> GPU.
+//  - nvlink_pairs: a pcie box plus an NVLink bridge between GPUs 2k and 2k+1.
+// GPU-side PCIe links run at min(cluster.pcie_gen, the GPU's own PCIe gen), x16.
+// Multi-node: nics_per_node NICs per node, NIC k wired by PCIe to GPUs i with i % nics == k
+// (nvswitch nodes) or to PCIe switch k % switches (pcie boxes; CPU socket k % sockets when
+// p2p = false). NICs go to leaf switches of kLeafPorts ports (NICs in node-major order); with more
+// than one leaf, the spine layer is collapsed into one vertex "spine0" (ideal ECMP): each leaf's
+// uplink carries (its NIC ports * NIC rate) / oversubscription per direction.
+#include "topologies/builders.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/base/error.hpp"
+
+namespace dtsim {
+namespace {
+
+// Per-link latencies (typical one-hop figures, not measured here). NVLink is set below PCIe so
+// that, among equal-hop routes, GPU-GPU traffic inside a node prefers NVLink over a detour through
+// a shared NIC's PCIe links.
+constexpr TimeNs kNvlinkLatencyNs = 300;
+constexpr TimeNs kPcieLatencyNs = 500;
+constexpr TimeNs kUpiLatencyNs = 300;
+constexpr TimeNs kIbSwitchLatencyNs = 600;   // InfiniBand / Omni-Path, per link incl. switch hop
+constexpr TimeNs kEthernetLatencyNs = 1000;  // Ethernet / RoCE, per link incl. switch hop
+// 2 UPI links x 20.8 GB/s per direction (Skylake/Cascade Lake, 10.4 GT/s).
+constexpr double kUpiBytesPerS = 41.6e9;
+// Leaf switch radix assumption: 32 NIC-facing ports per leaf (half of a 64-port switch).
+constexpr int kLeafPorts = 32;
+
+void require(bool ok, std::string_view key, double value, std::string_view rule) {
+  if (!ok) throw InputError(fmt::format("{} = {}: {}", key, value, rule));
+}
+
+LinkKind pcie_kind(int gen) {
+  constexpr LinkKind kinds[] = {LinkKind::pcie3, LinkKind::pcie4, LinkKind::pcie5, LinkKind::pcie6};
+  return kinds[gen - 3];
+}
+
+// PCIe x16 bytes/s per direction (gpus.csv link rows "PCIe GenN x16").
+double pcie_bytes_per_s(int gen) {
+  constexpr double rates[] = {15.75e9, 31.5e9, 63e9, 121e9};
+  return rates[gen - 3];
+}
+
+LinkKind nvlink_kind(const GpuSpec& gpu) {
+  constexpr LinkKind kinds[] = {LinkKind::nvlink2, LinkKind::nvlink3, LinkKind::nvlink4,
+                                LinkKind::nvlink5};
+  if (gpu.nvlink_gen < 2 || gpu.nvlink_gen > 5) {
+    throw InputError(fmt::format("GPU '{}': unsupported NVLink generation {}", gpu.name, gpu.nvlink_gen));
+  }
+  return kinds[gpu.nvlink_gen - 2];
+}
+
+void validate(const ClusterConfig& c, const GpuSpec& gpu) {
+  require(c.nodes >= 1, "cluster.nodes", c.nodes, "must be >= 1");
+  require(c.gpus_per_node >= 1, "cluster.gpus_per_node", c.gpus_per_node, "must be >= 1");
+  require(c.nvlink_GBps >= 0, "cluster.nvlink_GBps", c.nvlink_GBps, "must be >= 0 (0 = from the GPU catalog)");
+  require(c.pcie_gen >= 3 && c.pcie_gen <= 6, "cluster.pcie_gen", c.pcie_gen, "must be 3, 4, 5 or 6");
+  require(c.nic_gbps > 0, "cluster.nic_gbps", c.nic_gbps, "must be > 0");
+  require(c.oversubscription >= 1, "cluster.oversubscription", c.oversubscription, "must be >= 1");
+  if (c.nodes > 1) {
+    require(c.nics_per_node >= 1, "cluster.nics_per_node", c.nics_per_node, "must be >= 1");
+    if (c.node_kind == NodeKind::nvswitch) {
+      require(c.nics_per_node <= c.gpus_per_node, "cluster.nics_per_node", c.nics_per_node,
+              fmt::format("must be <= cluster.gpus_per_node ({}) for nvswitch nodes", c.gpus_per_node));
+    }
+  }
+  if (c.nic_kind != LinkKind::infiniband && c.nic_kind != LinkKind::omnipath &&
+      c.nic_kind != LinkKind::ethernet) {
+    throw InputError(fmt::format("cluster.nic_kind = {}: must be infiniband, omnipath or ethernet",
+                                 link_kind_name(c.nic_kind)));
+  }
+  if (c.node_kind != NodeKind::nvswitch) {
+    require(c.gpus_per_pcie_switch >= 1, "cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch, "must be >= 1");
+    require(c.cpu_sockets == 1 || c.cpu_sockets == 2, "cluster.cpu_sockets", c.cpu_sockets, "must be 1 or 2");
+  }
+  if (c.node_kind == NodeKind::nvswitch && (gpu.nvlink_gen == 0 || gpu.nvlink_bridge_only)) {
+    throw InputError(fmt::format(
+        "cluster.node_kind = nvswitch: GPU '{}' has no NVSwitch NVLink; use node_kind = pcie{}",
+        gpu.name, gpu.nvlink_gen > 0 ? " or nvlink_pairs" : ""));
+  }
+  if (c.node_kind == NodeKind::nvlink_pairs) {
+    if (gpu.nvlink_gen == 0) {
+      throw InputError(fmt::format(
+          "cluster.node_kind = nvlink_pairs: GPU '{}' has no NVLink; use node_kind = pcie", gpu.name));
+    }
+    require(c.gpus_per_node % 2 == 0, "cluster.gpus_per_node", c.gpus_per_node,
+            "must be even for node_kind = nvlink_pairs");
+  }
+}
+
+class Builder {
+ public:
+  Builder(const ClusterConfig& c, const GpuSpec& gpu)
+      : c_(c), gpu_(gpu),
+        gpu_pcie_gen_(std::min(c.pcie_gen, gpu.pcie_gen)),
+        nvlink_bytes_(c.nvlink_GBps > 0 ? c.nvlink_GBps * 1e9 : gpu.nvlink_bytes_per_s) {}
+
+  ClusterGraph build() {
+    std::vector<std::vector<VertexId>> node_nics;
+    for (int n = 0; n < c_.nodes; ++n) node_nics.push_back(build_node(n));
+    if (c_.nodes > 1) build_fabric(node_nics);
+    return std::move(g_);
+  }
+
+ private:
+  VertexId add(std::string name, DeviceKind kind, int node) {
+    return g_.add_device(Device{std::move(name), kind, node, -1});
+  }
+  void pcie_link(VertexId a, VertexId b, int gen) {
+    g_.add_duplex_link(a, b, pcie_kind(gen), pcie_bytes_per_s(gen), kPcieLatencyNs);
+  }
+
+  // Builds node n's GPUs, internal fabric and NICs (NICs only when nodes > 1); returns the NICs.
+  std::vector<VertexId> build_node(int n) {
+    std::vector<VertexId> gpus;
+    for (int i = 0; i < c_.gpus_per_node; ++i) {
+      gpus.push_back(add(fmt::format("node{}.gpu{}", n, i), DeviceKind::gpu, n));
+    }
+    // Vertices the NICs attach to, NIC k to attach[k % size] (nvswitch: to every GPU i ≡ k).
+    std::vector<VertexId> attach;
+    if (c_.node_kind == NodeKind::nvswitch) {
+      const VertexId sw = add(fmt::format("node{}.nvswitch", n), DeviceKind::nvswitch, n);
+      for (VertexId v : gpus) g_.add_duplex_link(v, sw, nvlink_kind(gpu_), nvlink_bytes_, kNvlinkLatencyNs);
+    } else {
+      attach = build_pcie_box(n, gpus);
+    }
+    if (c_.node_kind == NodeKind::nvlink_pairs) {
+      for (int i = 0; i + 1 < c_.gpus_per_node; i += 2) {
+        g_.add_duplex_link(gpus[i], gpus[i + 1], LinkKind::nvlink_bridge, nvlink_bytes_, kNvlinkLatencyNs);
+      }
+    }
+    std::vector<VertexId> nics;
+    if (c_.nodes == 1) return nics;
+    for (int k = 0; k < c_.nics_per_node; ++k) {
+      const VertexId nic = add(fmt::format("node{}.nic{}", n, k), DeviceKind::nic, n);
+      nics.push_back(nic);
+      if (c_.node_kind == NodeKind::nvswitch) {
+        for (int i = k; i < c_.gpus_per_node; i += c_.nics_per_node) pcie_link(gpus[i], nic, gpu_pcie_gen_);
+      } else {
+        pcie_link(attach[k % attach.size()], nic, c_.pcie_gen);
+      }
+    }
+    return nics;
+  }
+
+  // PCIe switches (or, without p2p, none) under CPU sockets; returns where NICs attach.
+  std::vector<VertexId> build_pcie_box(int n, const std::vector<VertexId>& gpus) {
+    std::vector<VertexId> cpus;
+    for (int s = 0; s < c_.cpu_sockets; ++s) {
+      cpus.push_back(add(fmt::format("node{}.cpu{}", n, s), DeviceKind::cpu, n));
+    }
+    if (c_.cpu_sockets == 2) g_.add_duplex_link(cpus[0], cpus[1], LinkKind::upi, kUpiBytesPerS, kUpiLatencyNs);
+    const int groups = (c_.gpus_per_node + c_.gpus_per_pcie_switch - 1) / c_.gpus_per_pcie_switch;
+    auto socket_of_group = [&](int k) { return cpus[k * c_.cpu_sockets / groups]; };
+    if (!c_.p2p) {
+      for (int i = 0; i < c_.gpus_per_node; ++i) {
+        pcie_link(gpus[i], socket_of_group(i / c_.gpus_per_pcie_switch), gpu_pcie_gen_);
+      }
+      return cpus;
+    }
+    std::vector<VertexId> switches;
+    for (int k = 0; k < groups; ++k) {
+      const VertexId sw = add(fmt::format("node{}.pcie{}", n, k), DeviceKind::pcie_switch, n);
+      switches.push_back(sw);
+      pcie_link(sw, socket_of_group(k), c_.pcie_gen);
+    }
+    for (int i = 0; i < c_.gpus_per_node; ++i) {
+      pcie_link(gpus[i], switches[i / c_.gpus_per_pcie_switch], gpu_pcie_gen_);
+    }
+    return switches;
+  }
+
+  void build_fabric(const std::vector<std::vector<VertexId>>& node_nics) {
+    const double nic_bytes = c_.nic_gbps * 1e9 / 8;
+    const TimeNs latency = c_.nic_kind == LinkKind::ethernet ? kEthernetLatencyNs : kIbSwitchLatencyNs;
+    std::vector<VertexId> all_nics;
+    for (const auto& nics : node_nics) all_nics.insert(all_nics.end(), nics.begin(), nics.end());
+    const int total = static_cast<int>(all_nics.size());
+    const int leaves = (total + kLeafPorts - 1) / kLeafPorts;
+    std::vector<VertexId> leaf;
+    for (int l = 0; l < leaves; ++l) leaf.push_back(add(fmt::format("leaf{}", l), DeviceKind::network_switch, -1));
+    const VertexId spine = leaves > 1 ? add("spine0", DeviceKind::network_switch, -1) : VertexId{};
+    for (int j = 0; j < total; ++j) g_.add_duplex_link(all_nics[j], leaf[j / kLeafPorts], c_.nic_kind, nic_bytes, latency);
+    if (leaves == 1) return;
+    for (int l = 0; l < leaves; ++l) {
+      const int ports = std::min(kLeafPorts, total - l * kLeafPorts);
+      g_.add_duplex_link(leaf[l], spine, c_.nic_kind, ports * nic_bytes / c_.oversubscription, latency);
+    }
+  }
+
+  const ClusterConfig& c_;
+  const GpuSpec& gpu_;
+  const int gpu_pcie_gen_;
+  const double nvlink_bytes_;
+  ClusterGraph g_;
+};
+
+}  // namespace
+
+NodeKind parse_node_kind(std::string_view text, std::string_view key) {
+  for (NodeKind k : {NodeKind::nvswitch, NodeKind::pcie, NodeKind::nvlink_pairs}) {
+    if (node_kind_name(k) == text) return k;
+  }
+  throw InputError(fmt::format("{} = '{}': unknown node kind; valid values: nvswitch, pcie, nvlink_pairs", key, text));
+}
+
+std::string_view node_kind_name(NodeKind k) {
+  switch (k) {
+    case NodeKind::nvswitch: return "nvswitch";
+    case NodeKind::pcie: return "pcie";
+    case NodeKind::nvlink_pairs: return "nvlink_pairs";
+  }
+  return "?";
+}
+
+ClusterGraph build_cluster(const ClusterConfig& config) {
+  const GpuSpec& gpu = find_gpu(config.gpu);
+  validate(config, gpu);
+  return Builder(config, gpu).build();
+}
+
+}  // namespace dtsim

@@ -1,0 +1,34 @@
+// Cluster builders from parameters: 8-GPU NVSwitch nodes (DGX/HGX), PCIe boxes, NVLink-bridged
+// pairs, and many nodes joined through NICs into a fat-tree switch layer.
+#pragma once
+#include <string>
+
+#include "topologies/cluster_graph.hpp"
+#include "topologies/gpu_catalog.hpp"
+
+namespace dtsim {
+
+enum class NodeKind { nvswitch, pcie, nvlink_pairs };
+NodeKind parse_node_kind(std::string_view text, std::string_view key);
+std::string_view node_kind_name(NodeKind k);
+
+struct ClusterConfig {
+  std::string gpu = "A100-SXM4-80GB";  // GPU catalog name
+  int nodes = 1;                      // >= 1
+  int gpus_per_node = 8;              // >= 1
+  NodeKind node_kind = NodeKind::nvswitch;
+  double nvlink_GBps = 0;             // per GPU per direction; 0 = from the GPU catalog
+  int pcie_gen = 4;                   // 3..6, PCIe links inside a PCIe box / to NICs
+  int gpus_per_pcie_switch = 2;       // pcie boxes: GPUs sharing one PCIe switch
+  int cpu_sockets = 1;                // pcie boxes: 1 or 2 (switches split over sockets, UPI between)
+  bool p2p = true;                    // pcie boxes: false = GPU-GPU traffic bounces through the CPU
+  int nics_per_node = 1;              // multi-node only, >= 1
+  double nic_gbps = 100;              // per NIC, Gbit/s
+  LinkKind nic_kind = LinkKind::infiniband;  // infiniband | omnipath | ethernet
+  double oversubscription = 1.0;      // fat-tree leaf->spine taper, >= 1
+};
+
+// Builds the cluster; throws InputError for impossible values (naming the cluster.* key).
+ClusterGraph build_cluster(const ClusterConfig& config);
+
+}  // namespace dtsim

@@ -1,0 +1,33 @@
+// Routes between GPUs: shortest paths over the cluster graph (fewest hops, ties broken by the
+// lower total latency, then deterministically by vertex order), computed once per pair and cached.
+#pragma once
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "topologies/cluster_graph.hpp"
+
+namespace dtsim {
+
+struct RouteInfo {
+  std::vector<int> links;       // link ids from source to destination
+  double bottleneck_bytes_per_s = 0;  // slowest link on the route
+  TimeNs latency_ns = 0;        // sum of link latencies
+};
+
+class Router {
+ public:
+  explicit Router(const ClusterGraph& graph) : graph_(graph) {}
+  // Thread-safe. Throws InputError naming both devices when no path exists.
+  const RouteInfo& route(int src_gpu, int dst_gpu) const;
+  // Checks every GPU reaches GPU 0 and GPU 0 reaches every GPU; throws InputError otherwise.
+  void check_connected() const;
+
+ private:
+  const ClusterGraph& graph_;
+  mutable std::mutex mutex_;
+  mutable std::unordered_map<long long, RouteInfo> cache_;
+};
+
+}  // namespace dtsim

@@ -1,0 +1,128 @@
+// Rank <-> (dp, tp, pp) coordinates and the consistency checks of a parallel layout.
+#include "workloads/parallel_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <numeric>
+
+#include "sim/base/error.hpp"
+
+namespace dtsim {
+
+Recompute parse_recompute(std::string_view text, std::string_view key) {
+  if (text == "none") return Recompute::none;
+  if (text == "full") return Recompute::full;
+  throw InputError(fmt::format("{} = '{}': valid values are none, full", key, text));
+}
+
+Schedule parse_schedule(std::string_view text, std::string_view key) {
+  if (text == "1f1b") return Schedule::one_f_one_b;
+  if (text == "gpipe") return Schedule::gpipe;
+  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe", key, text));
+}
+
+std::string_view recompute_name(Recompute r) { return r == Recompute::none ? "none" : "full"; }
+std::string_view schedule_name(Schedule s) { return s == Schedule::one_f_one_b ? "1f1b" : "gpipe"; }
+
+std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key) {
+  std::array<char, 3> order{};
+  int n = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size() && n <= 3) {
+    std::size_t comma = text.find(',', pos);
+    std::string_view part = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    char dim = part == "tp" ? 't' : part == "dp" ? 'd' : part == "pp" ? 'p' : '?';
+    if (dim == '?' || n == 3)
+      throw InputError(fmt::format("{} = '{}': give tp, dp and pp once each, innermost first (e.g. tp,dp,pp)", key, text));
+    order[n++] = dim;
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  if (n != 3 || order[0] == order[1] || order[1] == order[2] || order[0] == order[2])
+    throw InputError(fmt::format("{} = '{}': give tp, dp and pp once each, innermost first (e.g. tp,dp,pp)", key, text));
+  return order;
+}
+
+namespace {
+int size_of(const ParallelPlan& p, char dim) { return dim == 't' ? p.tp : dim == 'd' ? p.dp : p.pp; }
+}  // namespace
+
+RankCoords ParallelPlan::coords(int rank) const {
+  RankCoords c;
+  for (char dim : order) {
+    const int size = size_of(*this, dim);
+    const int v = rank % size;
+    rank /= size;
+    (dim == 't' ? c.tp : dim == 'd' ? c.dp : c.pp) = v;
+  }
+  return c;
+}
+
+int ParallelPlan::rank_of(RankCoords c) const {
+  int rank = 0;
+  for (int i = 2; i >= 0; --i) {
+    const char dim = order[i];
+    rank = rank * size_of(*this, dim) + (dim == 't' ? c.tp : dim == 'd' ? c.dp : c.pp);
+  }
+  return rank;
+}
+
+int ParallelPlan::first_layer(int stage) const {
+  return std::accumulate(stage_layers.begin(), stage_layers.begin() + stage, 0);
+}
+
+void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
+  auto positive = [](int v, const char* key) {
+    if (v < 1) throw InputError(fmt::format("{} = {}: must be >= 1", key, v));
+  };
+  positive(plan.tp, "parallel.tp");
+  positive(plan.pp, "parallel.pp");
+  positive(plan.dp, "parallel.dp");
+  positive(plan.micro_batch, "training.micro_batch");
+  positive(plan.global_batch, "training.global_batch");
+  if (plan.num_ranks() != num_gpus)
+    throw InputError(fmt::format(
+        "parallel.tp x parallel.pp x parallel.dp = {} x {} x {} = {}, but the cluster has {} GPUs; "
+        "the product must equal the number of GPUs", plan.tp, plan.pp, plan.dp, plan.num_ranks(), num_gpus));
+  if (model.heads % plan.tp != 0)
+    throw InputError(fmt::format("parallel.tp = {}: model.heads = {} is not divisible by it", plan.tp, model.heads));
+  if (model.kv_heads_or_heads() % plan.tp != 0 && plan.tp % model.kv_heads_or_heads() != 0)
+    throw InputError(fmt::format("parallel.tp = {}: model.kv_heads = {} must divide or be divisible by it",
+                                 plan.tp, model.kv_heads_or_heads()));
+  if (model.ffn_or_default() % plan.tp != 0)
+    throw InputError(fmt::format("parallel.tp = {}: model.ffn_hidden = {} is not divisible by it", plan.tp,
+                                 model.ffn_or_default()));
+  if (plan.global_batch % (plan.micro_batch * plan.dp) != 0)
+    throw InputError(fmt::format(
+        "training.global_batch = {}: must be a multiple of training.micro_batch x parallel.dp = {} x {} = {}",
+        plan.global_batch, plan.micro_batch, plan.dp, plan.micro_batch * plan.dp));
+  if (plan.zero_stage != 0 && plan.zero_stage != 1)
+    throw InputError(fmt::format("parallel.zero_stage = {}: valid values are 0, 1", plan.zero_stage));
+  if (plan.stage_layers.empty()) {
+    if (model.layers % plan.pp == 0) {
+      plan.stage_layers.assign(plan.pp, model.layers / plan.pp);
+    } else if (plan.pp > 1 && (model.layers + 2) % plan.pp == 0 && (model.layers + 2) / plan.pp > 1) {
+      // The embedding and the LM head each count as one layer (BLOOM, Megatron-DeepSpeed).
+      plan.stage_layers.assign(plan.pp, (model.layers + 2) / plan.pp);
+      --plan.stage_layers.front();
+      --plan.stage_layers.back();
+    } else {
+      throw InputError(fmt::format(
+          "parallel.pp = {}: model.layers = {} is not divisible by it (nor is layers + 2, counting the "
+          "embedding and the head as one layer each); set parallel.stage_layers (comma-separated layers "
+          "per stage) for uneven stages", plan.pp, model.layers));
+    }
+  }
+  if (static_cast<int>(plan.stage_layers.size()) != plan.pp)
+    throw InputError(fmt::format("parallel.stage_layers has {} entries: need one per pipeline stage (parallel.pp = {})",
+                                 plan.stage_layers.size(), plan.pp));
+  int sum = 0;
+  for (int n : plan.stage_layers) {
+    if (n < 1) throw InputError(fmt::format("parallel.stage_layers: every stage needs >= 1 layer, got {}", n));
+    sum += n;
+  }
+  if (sum != model.layers)
+    throw InputError(fmt::format("parallel.stage_layers sums to {} layers but model.layers = {}", sum, model.layers));
+}
+
+}  // namespace dtsim

@@ -1,0 +1,73 @@
+// A Program says what every rank computes, stores and sends: for each pipeline stage one op list
+// (structure of arrays) shared by all ranks of that stage, since their TP and DP peers run the
+// same ops. Ops on one stream run in list order; cross-stream order is given by explicit
+// dependencies on earlier ops. Communication ops name their group (TP, DP, or the neighbouring
+// pipeline stage); the engine resolves groups to ranks with the plan's coordinates.
+#pragma once
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "workloads/model.hpp"
+#include "workloads/parallel_plan.hpp"
+
+namespace dtsim {
+
+enum class Stream : std::uint8_t { compute, tp, pp_send, pp_recv, dp };
+constexpr int kNumStreams = 5;
+enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
+enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv };
+enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev };
+enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activations, buffers };
+constexpr int kNumMemCategories = 5;
+
+enum class OpKind : std::int16_t {
+  embedding, embedding_norm, layernorm, qkv_proj, attn_scores, softmax_dropout, attn_context,
+  out_proj, dropout_residual, fc1, activation, fc2, final_norm, lm_head, loss,
+  tp_all_reduce, pp_send, pp_recv, dp_all_reduce, dp_reduce_scatter, dp_all_gather, optimizer_step
+};
+
+std::string_view op_kind_name(OpKind k);
+std::string_view stream_name(Stream s);
+std::string_view phase_name(Phase p);
+
+struct StageProgram {
+  // One entry per op, in program order.
+  std::vector<OpKind> kind;
+  std::vector<Stream> stream;
+  std::vector<Phase> phase;
+  std::vector<std::int32_t> layer;        // global transformer layer, -1 when none
+  std::vector<std::int32_t> micro_batch;  // -1 when none
+  std::vector<double> flops;              // per rank
+  std::vector<double> bytes;              // HBM bytes (compute) or message bytes (communication)
+  std::vector<std::int32_t> gemm_m, gemm_n, gemm_k, gemm_batch;  // 0 for non-GEMM ops
+  std::vector<CommKind> comm;
+  std::vector<Group> group;
+  // Memory change when the op starts and when it ends (bytes, negative frees).
+  std::vector<MemCategory> mem_start_category, mem_end_category;
+  std::vector<double> mem_start_bytes, mem_end_bytes;
+  // Dependencies (CSR): op i waits for deps[dep_begin[i] .. dep_begin[i+1]).
+  std::vector<std::int32_t> dep_begin{0};
+  std::vector<std::int32_t> deps;
+  // Ops of each stream in execution order (pp_recv ops are not here: a receive completes when
+  // its message arrives, so it never waits for a stream). Receives in arrival order per peer:
+  std::vector<std::int32_t> stream_ops[kNumStreams];
+  std::vector<std::int32_t> recv_from_prev, recv_from_next;
+
+  // Static memory of every rank of the stage (allocated before the step), bytes per category.
+  double static_bytes[kNumMemCategories] = {};
+
+  int size() const { return static_cast<int>(kind.size()); }
+};
+
+struct Program {
+  ParallelPlan plan;
+  ModelShape model;
+  std::vector<StageProgram> stages;  // size plan.pp
+  double model_flops_per_step = 0;   // FLOPs of forward + backward (no recompute), whole job
+};
+
+// Builds the program of one training step. plan must have passed validate_plan.
+Program build_program(const ModelShape& model, const ParallelPlan& plan);
+
+}  // namespace dtsim
