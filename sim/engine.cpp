@@ -114,7 +114,6 @@ class Simulation {
     if (total > gpu_.memory_bytes && oom_rank_ < 0) {
       oom_rank_ = rank;
       oom_time_ = time;
-      oom_needed_ = total;
     }
     if (s.traced)
       sink_->memory(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
@@ -284,7 +283,7 @@ class Simulation {
     sum.oom = oom_rank_ >= 0;
     sum.oom_rank = oom_rank_;
     sum.oom_time_s = ns_to_seconds(oom_time_);
-    sum.oom_needed_gib = oom_needed_ / kGiB;
+    sum.oom_needed_gib = sum.oom ? ranks_[oom_rank_].peak / kGiB : 0;  // the rank's whole need
     sum.oom_capacity_gib = gpu_.memory_bytes / kGiB;
     for (int id = 0; id < graph_.num_links(); ++id) {
       const Link& l = graph_.link(id);
@@ -315,7 +314,6 @@ class Simulation {
   double model_flops_ = 0, recompute_flops_ = 0;
   int oom_rank_ = -1;
   TimeNs oom_time_ = 0;
-  double oom_needed_ = 0;
 };
 
 }  // namespace

@@ -18,7 +18,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s) {
   out += fmt::format("  peak memory        {:.2f} GiB (rank {}) of {:.1f} GiB\n", s.peak_memory_gib,
                      s.peak_memory_rank, s.oom_capacity_gib);
   if (s.oom)
-    out += fmt::format("  OUT OF MEMORY      rank {} at t = {:.3f} s needs {:.2f} GiB, the GPU has {:.2f} GiB\n",
+    out += fmt::format("  OUT OF MEMORY      rank {} exceeds the GPU at t = {:.3f} s and needs {:.2f} GiB at its peak; the GPU has {:.2f} GiB\n",
                        s.oom_rank, s.oom_time_s, s.oom_needed_gib, s.oom_capacity_gib);
   out += fmt::format("  time breakdown     compute {:.1f} %, memory-bound {:.1f} %, exposed comm {:.1f} %, "
                      "bubble {:.1f} %, idle {:.1f} %\n",

@@ -63,7 +63,8 @@ struct Summary {
   bool oom = false;                  // some rank needed more than its GPU memory
   std::int32_t oom_rank = -1;
   double oom_time_s = 0;
-  double oom_needed_gib = 0, oom_capacity_gib = 0;
+  double oom_needed_gib = 0;            // peak need of the OOM rank
+  double oom_capacity_gib = 0;
   std::int32_t num_gpus = 0;
   std::int64_t events = 0;           // op executions simulated (all ranks)
   // Fractions of step time x GPUs; they sum to 1.

@@ -2,8 +2,9 @@
 // boost::read_graphviz into a graph of string attributes, validates them, and rebuilds a
 // ClusterGraph. Boost's parser keeps vertices sorted by name, so the file order that numbers the
 // GPUs is recovered by a small scan for each vertex id's first appearance in the file.
-// Vertex attribute `node` is optional (default -1; a DOT keyword, so files quote it: "node"=3); edge `latency_ns` is optional (default 0);
-// `kind` and `bandwidth_GBps` are required. Other attributes (label, color...) are ignored.
+// Vertex attribute `node` is optional (default -1; a DOT keyword, so files quote it: "node"=3);
+// edge `latency_ns` is optional (default 0); `kind` and `bandwidth_GBps` are required.
+// Other attributes (label, color...) are ignored.
 #include "topologies/dot_io.hpp"
 
 #include <fmt/format.h>
