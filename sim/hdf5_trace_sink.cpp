@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "sim/base/error.hpp"
+#include "workloads/program.hpp"
 
 namespace dtsim {
 
@@ -202,9 +203,10 @@ void Hdf5TraceSink::begin(const RunInfo& info) {
   event_type_ = trace_h5::event_type();
   memory_type_ = trace_h5::memory_type();
   events_ = create_table(file_.get(), "events", event_type_.get(), kBlockRows, path_);
-  write_string_attr(events_.get(), "stream_names", "compute,tp,pp_send,pp_recv,dp", path_);
+  write_string_attr(events_.get(), "stream_names", stream_names(), path_);
+  write_string_attr(events_.get(), "op_names", op_kind_names(), path_);
   write_string_attr(events_.get(), "category_names", "compute,memory,communication", path_);
-  write_string_attr(events_.get(), "phase_names", "forward,backward,recompute,optimizer", path_);
+  write_string_attr(events_.get(), "phase_names", phase_names(), path_);
   memory_ = create_table(file_.get(), "memory", memory_type_.get(), kBlockRows, path_);
   event_rows_.reserve(kBlockRows);
   memory_rows_.reserve(kBlockRows);

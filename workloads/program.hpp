@@ -5,6 +5,7 @@
 // pipeline stage); the engine resolves groups to ranks with the plan's coordinates.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -30,6 +31,10 @@ enum class OpKind : std::int16_t {
 std::string_view op_kind_name(OpKind k);
 std::string_view stream_name(Stream s);
 std::string_view phase_name(Phase p);
+// Comma-separated names in enum order (position = value), for trace attributes.
+std::string op_kind_names();
+std::string stream_names();
+std::string phase_names();
 
 struct StageProgram {
   // One entry per op, in program order.

@@ -1,0 +1,41 @@
+// Names of the program's enumerations, as they appear in traces and messages.
+#include <array>
+
+#include "workloads/program.hpp"
+
+namespace dtsim {
+
+std::string_view op_kind_name(OpKind k) {
+  static constexpr std::array<std::string_view, 22> names = {
+      "embedding", "embedding_norm", "layernorm", "qkv_proj", "attn_scores", "softmax_dropout",
+      "attn_context", "out_proj", "dropout_residual", "fc1", "activation", "fc2", "final_norm",
+      "lm_head", "loss", "tp_all_reduce", "pp_send", "pp_recv", "dp_all_reduce", "dp_reduce_scatter",
+      "dp_all_gather", "optimizer_step"};
+  static_assert(names.size() == static_cast<std::size_t>(OpKind::optimizer_step) + 1);
+  return names[static_cast<std::size_t>(k)];
+}
+
+std::string_view stream_name(Stream s) {
+  static constexpr std::array<std::string_view, kNumStreams> names = {"compute", "tp", "pp_send", "pp_recv", "dp"};
+  return names[static_cast<std::size_t>(s)];
+}
+
+std::string_view phase_name(Phase p) {
+  static constexpr std::array<std::string_view, 4> names = {"forward", "backward", "recompute", "optimizer"};
+  return names[static_cast<std::size_t>(p)];
+}
+
+namespace {
+template <class Enum>
+std::string joined(std::string_view (*name)(Enum), int count) {
+  std::string out;
+  for (int i = 0; i < count; ++i) out += std::string(i ? "," : "") + std::string(name(static_cast<Enum>(i)));
+  return out;
+}
+}  // namespace
+
+std::string op_kind_names() { return joined(op_kind_name, static_cast<int>(OpKind::optimizer_step) + 1); }
+std::string stream_names() { return joined(stream_name, kNumStreams); }
+std::string phase_names() { return joined(phase_name, 4); }
+
+}  // namespace dtsim
