@@ -66,10 +66,13 @@ double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
   return 0;
 }
 
+int CommModel::steps(CommKind kind, int n) {
+  return kind == CommKind::all_reduce ? 2 * (n - 1) : kind == CommKind::send ? 1 : n - 1;
+}
+
 TimeNs CommModel::collective_time(CommKind kind, double bytes, int n, PathParams p) {
   if (n <= 1 && kind != CommKind::send) return 0;
-  const int steps = kind == CommKind::all_reduce ? 2 * (n - 1) : kind == CommKind::send ? 1 : n - 1;
-  return seconds_to_ns(bytes_per_hop(kind, bytes, n) / p.bytes_per_s) + steps * p.alpha_ns;
+  return seconds_to_ns(bytes_per_hop(kind, bytes, n) / p.bytes_per_s) + steps(kind, n) * p.alpha_ns;
 }
 
 }  // namespace dtsim

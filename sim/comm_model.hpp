@@ -30,8 +30,11 @@ class CommModel {
   // Ring over `gpus` in the given order (neighbour i -> i+1 mod n).
   PathParams ring(std::span<const int> gpus) const;
   PathParams path(int src_gpu, int dst_gpu) const;
-  const std::vector<int>& route_links(int src_gpu, int dst_gpu) const { return router_.route(src_gpu, dst_gpu).links; }
+  const Router& router() const { return router_; }
   static TimeNs collective_time(CommKind kind, double bytes, int n, PathParams p);
+  // Latency-bound steps of the ring algorithm: 2(n-1) for all-reduce, n-1 for reduce-scatter
+  // and all-gather, 1 for a send.
+  static int steps(CommKind kind, int n);
   // Bytes each ring hop carries for a collective of `bytes` over n ranks.
   static double bytes_per_hop(CommKind kind, double bytes, int n);
 

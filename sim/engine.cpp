@@ -2,6 +2,8 @@
 // accounting and the per-rank time breakdown of the compute stream.
 #include "sim/engine.hpp"
 
+#include "sim/transfers.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cassert>
@@ -43,6 +45,15 @@ struct Rendezvous {
   TimeNs latest = 0;
 };
 
+// The op a transfer completes: a send of `rank`, or a collective of the group led by `rank`.
+struct CommSlot {
+  int rank;
+  int op;
+  Group group;
+};
+
+constexpr std::int32_t kNetwork = -1;  // Event::rank of network events (flow completions)
+
 struct StageTimes {
   std::vector<TimeNs> duration;
   std::vector<std::uint8_t> memory_bound;
@@ -53,7 +64,7 @@ class Simulation {
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
-        peak_flops_(compute.peak_flops()) {
+        peak_flops_(compute.peak_flops()), transfers_(graph, comm.router()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
     tp_rv_.resize(n);
@@ -62,8 +73,6 @@ class Simulation {
     dp_ring_.resize(n);
     tp_members_.resize(n);
     dp_members_.resize(n);
-    link_bytes_.assign(graph.num_links(), 0);
-    link_busy_.assign(graph.num_links(), 0);
     for (const StageProgram& stage : program.stages) {
       StageTimes t;
       for (int i = 0; i < stage.size(); ++i) {
@@ -96,7 +105,8 @@ class Simulation {
     while (!queue_.empty()) {
       const Event ev = queue_.top();
       queue_.pop();
-      finish(ev);
+      if (ev.rank == kNetwork) network_event(ev.time);
+      else finish(ev);
     }
     return result();
   }
@@ -147,11 +157,43 @@ class Simulation {
     return plan_.rank_of(c);
   }
 
-  void carry(const std::vector<int>& route_links, double bytes, TimeNs duration) {
-    for (int id : route_links) {
-      link_bytes_[id] += bytes;
-      link_busy_[id] += duration;
+  // Starts a transfer and makes sure a network event is queued for its network's next change.
+  void start_transfer(TimeNs now, TimeNs tail_ns, CommSlot slot) {
+    int tag;
+    if (free_slots_.empty()) {
+      tag = static_cast<int>(slots_.size());
+      slots_.push_back(slot);
+    } else {
+      tag = free_slots_.back();
+      free_slots_.pop_back();
+      slots_[tag] = slot;
     }
+    transfers_.start(now, hops_, tail_ns, tag);
+    wake_network(now);
+  }
+
+  void wake_network(TimeNs now) {
+    const TimeNs next = std::max(transfers_.next_event(), now);
+    if (next == Transfers::kNever || next >= network_wakeup_) return;
+    network_wakeup_ = next;
+    queue_.push(Event{next, kNetwork, -1, seq_++, 0});
+  }
+
+  // Flows finished: complete the sends and collectives whose last flow ended.
+  void network_event(TimeNs now) {
+    if (now == network_wakeup_) network_wakeup_ = Transfers::kNever;
+    finished_.clear();
+    transfers_.collect(now, finished_);
+    for (const FinishedTransfer& f : finished_) {
+      const CommSlot slot = slots_[f.tag];
+      free_slots_.push_back(f.tag);
+      if (slot.group == Group::tp || slot.group == Group::dp) {
+        for (int member : members(slot.rank, slot.group)) schedule(member, slot.op, f.start_ns, f.end_ns);
+      } else {
+        schedule(slot.rank, slot.op, f.start_ns, f.end_ns);
+      }
+    }
+    wake_network(now);
   }
 
   void try_start(int rank, int stream, TimeNs now, CommKind trigger) {
@@ -173,10 +215,8 @@ class Simulation {
       schedule(rank, op, now, now + d);
     } else if (comm == CommKind::send) {
       const int dst = peer(rank, p.group[op]);
-      const PathParams path = comm_.path(rank, dst);
-      const TimeNs d = CommModel::collective_time(CommKind::send, p.bytes[op], 2, path);
-      carry(comm_.route_links(rank, dst), p.bytes[op], d);
-      schedule(rank, op, now, now + d);
+      hops_.assign(1, HopFlow{rank, dst, p.bytes[op]});
+      start_transfer(now, comm_.path(rank, dst).alpha_ns, CommSlot{rank, op, p.group[op]});
     } else {
       post_collective(rank, op, now);
     }
@@ -194,13 +234,12 @@ class Simulation {
     std::vector<PathParams>& cache = g == Group::tp ? tp_ring_ : dp_ring_;
     if (cache[leader].bytes_per_s == 0) cache[leader] = comm_.ring(group);
     const int n = static_cast<int>(group.size());
-    const TimeNs d = CommModel::collective_time(p.comm[op], p.bytes[op], n, cache[leader]);
     const double hop_bytes = CommModel::bytes_per_hop(p.comm[op], p.bytes[op], n);
-    for (int i = 0; i < n; ++i) {
-      carry(comm_.route_links(group[i], group[(i + 1) % n]), hop_bytes, d);
-      schedule(group[i], op, rv.latest, rv.latest + d);
-    }
+    hops_.clear();
+    for (int i = 0; i < n; ++i) hops_.push_back(HopFlow{group[i], group[(i + 1) % n], hop_bytes});
+    const TimeNs latest = rv.latest;
     rv = Rendezvous{};
+    start_transfer(latest, CommModel::steps(p.comm[op], n) * cache[leader].alpha_ns, CommSlot{leader, op, g});
   }
 
   void deliver(int rank, int op, TimeNs start, TimeNs now) {
@@ -289,7 +328,8 @@ class Simulation {
       const Link& l = graph_.link(id);
       out.links.push_back(LinkRecord{id, graph_.device(graph_.link_source(id)).name,
                                      graph_.device(graph_.link_target(id)).name, std::string(link_kind_name(l.kind)),
-                                     l.bytes_per_s, l.latency_ns, link_bytes_[id], ns_to_seconds(link_busy_[id])});
+                                     l.bytes_per_s, l.latency_ns, transfers_.link_bytes(id),
+                                     transfers_.link_busy_seconds(id)});
     }
     return out;
   }
@@ -306,8 +346,12 @@ class Simulation {
   std::vector<Rendezvous> tp_rv_, dp_rv_;  // indexed by group leader rank
   std::vector<PathParams> tp_ring_, dp_ring_;
   std::vector<std::vector<int>> tp_members_, dp_members_;
-  std::vector<double> link_bytes_;
-  std::vector<TimeNs> link_busy_;
+  Transfers transfers_;
+  std::vector<CommSlot> slots_;  // what each transfer completes, indexed by its tag
+  std::vector<int> free_slots_;
+  std::vector<HopFlow> hops_;    // scratch for the flows of one transfer
+  std::vector<FinishedTransfer> finished_;
+  TimeNs network_wakeup_ = Transfers::kNever;  // earliest queued network event
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   std::uint64_t seq_ = 0;
   std::int64_t events_ = 0;

@@ -63,8 +63,8 @@ int run_command(int argc, char** argv) {
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
   const EngineResult result = run_scenario(sc, trace);
-  std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary) + "\n"
-                                     : format_summary_text(sc, result.summary));
+  std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary, result.links) + "\n"
+                                     : format_summary_text(sc, result.summary, result.links));
   if (!trace.empty() && !cmd.vm.count("json")) std::cout << "  trace              " << trace << "\n";
   return 0;
 }

@@ -3,9 +3,18 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace dtsim {
 
-std::string format_summary_text(const Scenario& sc, const Summary& s) {
+const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
+  const LinkRecord* best = &links.front();
+  for (const LinkRecord& l : links)
+    if (l.bytes / l.bandwidth_bytes_per_s > best->bytes / best->bandwidth_bytes_per_s) best = &l;
+  return *best;
+}
+
+std::string format_summary_text(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links) {
   std::string out;
   const auto& p = sc.plan;
   out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}, micro-batch {}, global batch {}\n",
@@ -23,20 +32,34 @@ std::string format_summary_text(const Scenario& sc, const Summary& s) {
   out += fmt::format("  time breakdown     compute {:.1f} %, memory-bound {:.1f} %, exposed comm {:.1f} %, "
                      "bubble {:.1f} %, idle {:.1f} %\n",
                      100 * s.compute, 100 * s.memory_bound, 100 * s.exposed_comm, 100 * s.bubble, 100 * s.idle);
+  if (!links.empty()) {
+    const LinkRecord& l = most_loaded_link(links);
+    out += fmt::format("  most loaded link   {} -> {} ({}): {:.3f} GB, {:.1f} % of its wire rate over the step, "
+                       "busy {:.3f} s\n", l.source, l.target, l.kind, l.bytes / 1e9,
+                       100 * l.bytes / (l.bandwidth_bytes_per_s * std::max(s.step_time_s, 1e-12)), l.busy_s);
+  }
   out += fmt::format("  events simulated   {}\n", s.events);
   return out;
 }
 
-std::string format_summary_json(const Summary& s) {
+std::string format_summary_json(const Summary& s, const std::vector<LinkRecord>& links) {
+  std::string loaded = "null";
+  if (!links.empty()) {
+    const LinkRecord& l = most_loaded_link(links);
+    loaded = fmt::format("{{\"source\": \"{}\", \"target\": \"{}\", \"kind\": \"{}\", \"busy_s\": {:.9g}, \"bytes\": {:.9g}}}",
+                          l.source, l.target, l.kind, l.busy_s, l.bytes);
+  }
   return fmt::format(
       "{{\"step_time_s\": {:.9g}, \"tokens_per_s\": {:.9g}, \"model_tflops_per_gpu\": {:.9g}, "
       "\"hw_tflops_per_gpu\": {:.9g}, \"mfu\": {:.9g}, \"peak_memory_gib\": {:.9g}, \"peak_memory_rank\": {}, "
       "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
       "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
-      "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}}}",
+      "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}, "
+      "\"most_loaded_link\": {}}}",
       s.step_time_s, s.tokens_per_s, s.model_tflops_per_gpu, s.hw_tflops_per_gpu, s.mfu, s.peak_memory_gib,
       s.peak_memory_rank, s.oom ? "true" : "false", s.oom_rank, s.oom_time_s, s.oom_needed_gib,
-      s.oom_capacity_gib, s.num_gpus, s.events, s.compute, s.memory_bound, s.exposed_comm, s.bubble, s.idle);
+      s.oom_capacity_gib, s.num_gpus, s.events, s.compute, s.memory_bound, s.exposed_comm, s.bubble, s.idle,
+      loaded);
 }
 
 }  // namespace dtsim

@@ -69,7 +69,7 @@ TEST_CASE("dtsim run writes a trace and a JSON summary", "[cli]") {
   REQUIRE(o.status == 0);
   for (const char* key : {"step_time_s", "tokens_per_s", "model_tflops_per_gpu", "hw_tflops_per_gpu", "mfu",
                           "peak_memory_gib", "oom", "num_gpus", "events", "compute", "memory_bound",
-                          "exposed_comm", "bubble", "idle"})
+                          "exposed_comm", "bubble", "idle", "most_loaded_link"})
     CHECK_THAT(o.out, Catch::Contains(std::string("\"") + key + "\":"));
   const dtsim::TraceContents t = dtsim::read_trace(trace.string());
   CHECK(t.summary.num_gpus == 8);

@@ -1,0 +1,72 @@
+// FlowNetwork: transfers as flows over routes of directed links; flows sharing a link share its
+// capacity by max-min fairness (progressive filling). Rates are recomputed only for the connected
+// component (flows linked through shared links) touched since the last solve.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "sim/base/units.hpp"
+
+namespace dtsim {
+
+class FlowNetwork {
+ public:
+  explicit FlowNetwork(std::vector<double> link_bytes_per_s);  // capacity per link id
+  // Starts a flow of `bytes` over `links` (link ids) at time `now`; returns its id (ids are reused
+  // after the flow finishes). A flow with no links or 0 bytes still gets an id and finishes at once.
+  int add_flow(std::span<const int> links, double bytes, TimeNs now);
+  // Moves every active flow forward to `now` at its current rate (call before add/complete).
+  void advance(TimeNs now);
+  // Recomputes rates of the touched components. Cheap when nothing changed.
+  void solve();
+  // Earliest finishing active flow: {time, id}; {INT64_MAX, -1} when no flow is active.
+  // Time rounds up to the next nanosecond so a flow is never reported done early.
+  std::pair<TimeNs, int> next_completion() const;
+  // Removes every flow whose remaining bytes are <= a tiny epsilon (relative 1e-9 of its size or
+  // 1 byte) at the current time; appends their ids to `done` in increasing id order.
+  void collect_finished(std::vector<int>& done);
+  double rate(int flow) const;       // bytes/s after the last solve
+  double remaining(int flow) const;  // bytes left
+  int active_flows() const;
+  // Per-link accounting since construction: bytes carried and time with >= 1 active flow.
+  double link_bytes(int link) const;
+  double link_busy_seconds(int link) const;
+
+ private:
+  struct Flow {
+    std::vector<int> links;  // capacity kept when the id is reused
+    double size = 0;
+    double remaining = 0;
+    double rate = 0;
+    bool active = false;
+  };
+
+  bool finished(const Flow& f) const;
+  void mark_dirty(int link);
+  void remove_flow(int id);
+  void fill(const std::vector<int>& flows, const std::vector<int>& links);
+
+  std::vector<double> capacity_;
+  std::vector<std::vector<int>> link_flows_;  // active flow ids per link, in insertion order
+  std::vector<double> link_bytes_;
+  std::vector<double> link_busy_s_;
+  std::vector<Flow> flows_;
+  std::vector<int> free_ids_;  // min-heap: the smallest finished id is reused first
+  int active_ = 0;
+  TimeNs now_ = 0;
+
+  std::vector<int> dirty_links_;
+  std::vector<char> link_dirty_;
+  // Scratch for solve(), sized once per link / flow and reset after each use.
+  std::vector<char> link_seen_;
+  std::vector<char> flow_seen_;
+  std::vector<int> comp_links_;
+  std::vector<int> comp_flows_;
+  std::vector<double> residual_;
+  std::vector<int> unfixed_;
+  std::vector<char> fixed_;
+};
+
+}  // namespace dtsim

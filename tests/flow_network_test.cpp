@@ -1,0 +1,184 @@
+// FlowNetwork worked examples: max-min shares stated in comments, checked with completion times.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <tuple>
+#include <vector>
+
+#include "sim/flow_network.hpp"
+
+using namespace dtsim;
+
+namespace {
+
+// Runs the network to `now`: advance, collect finished ids, re-solve.
+std::vector<int> step(FlowNetwork& net, TimeNs now) {
+  net.advance(now);
+  std::vector<int> done;
+  net.collect_finished(done);
+  net.solve();
+  return done;
+}
+
+}  // namespace
+
+TEST_CASE("one flow on a 100 B/s link: rate 100, 1000 B end at 10 s", "[flow]") {
+  FlowNetwork net({100.0});
+  const std::vector<int> route = {0};
+  const int f = net.add_flow(route, 1000.0, 0);
+  net.solve();
+  CHECK(net.rate(f) == Approx(100.0));  // alone on the link: the whole 100 B/s
+  const auto [t, id] = net.next_completion();
+  CHECK(id == f);
+  CHECK(t == seconds_to_ns(10.0));  // 1000 B / 100 B/s
+  CHECK(step(net, t) == std::vector<int>{f});
+  CHECK(net.active_flows() == 0);
+  CHECK(net.next_completion() == std::pair<TimeNs, int>{std::numeric_limits<TimeNs>::max(), -1});
+}
+
+TEST_CASE("two flows share a link; the survivor speeds up when the short one ends", "[flow]") {
+  FlowNetwork net({100.0});
+  const std::vector<int> route = {0};
+  const int s = net.add_flow(route, 500.0, 0);
+  const int l = net.add_flow(route, 1500.0, 0);
+  net.solve();
+  // Two flows on 100 B/s: 50 each.
+  CHECK(net.rate(s) == Approx(50.0));
+  CHECK(net.rate(l) == Approx(50.0));
+  // Short flow: 500 B / 50 B/s = 10 s.
+  auto [t, id] = net.next_completion();
+  CHECK(id == s);
+  CHECK(t == seconds_to_ns(10.0));
+  CHECK(step(net, t) == std::vector<int>{s});
+  // Long flow has 1500 - 10 * 50 = 1000 B left, now alone at 100 B/s: 10 s more, ends at 20 s.
+  CHECK(net.remaining(l) == Approx(1000.0));
+  CHECK(net.rate(l) == Approx(100.0));
+  std::tie(t, id) = net.next_completion();
+  CHECK(id == l);
+  CHECK(t == seconds_to_ns(20.0));
+  CHECK(step(net, t) == std::vector<int>{l});
+}
+
+TEST_CASE("classic max-min: A(10) shared by flows 1, 2; B(20) shared by flows 2, 3", "[flow]") {
+  FlowNetwork net({10.0, 20.0});  // link 0 = A, link 1 = B
+  const std::vector<int> a = {0}, ab = {0, 1}, b = {1};
+  const int f1 = net.add_flow(a, 1e6, 0);
+  const int f2 = net.add_flow(ab, 1e6, 0);
+  const int f3 = net.add_flow(b, 1e6, 0);
+  net.solve();
+  // Shares: A 10/2 = 5, B 20/2 = 10; A is the bottleneck, so flows 1 and 2 get 5.
+  // B has 20 - 5 = 15 left for flow 3 alone: 15.
+  CHECK(net.rate(f1) == Approx(5.0));
+  CHECK(net.rate(f2) == Approx(5.0));
+  CHECK(net.rate(f3) == Approx(15.0));
+}
+
+TEST_CASE("independent components: a flow on C leaves A/B rates alone", "[flow]") {
+  FlowNetwork net({10.0, 20.0, 7.0});  // A, B, C
+  const std::vector<int> a = {0}, ab = {0, 1}, b = {1}, c = {2};
+  const int f1 = net.add_flow(a, 1e6, 0);
+  const int f2 = net.add_flow(ab, 1e6, 0);
+  const int f3 = net.add_flow(b, 1e6, 0);
+  net.solve();
+  const double r1 = net.rate(f1), r2 = net.rate(f2), r3 = net.rate(f3);
+  // C shares nothing with A or B: the new flow gets all of C (7), the others keep 5, 5, 15 exactly.
+  const int f4 = net.add_flow(c, 1e6, seconds_to_ns(1.0));
+  net.solve();
+  CHECK(net.rate(f4) == Approx(7.0));
+  CHECK(net.rate(f1) == r1);
+  CHECK(net.rate(f2) == r2);
+  CHECK(net.rate(f3) == r3);
+  // A flow joining B is in the A/B component: B 20/2 = 10 > A's 5, so flows 1, 2 keep 5;
+  // B's remaining 15 split between flows 3 and 5: 7.5 each. C is untouched.
+  const int f5 = net.add_flow(b, 1e6, seconds_to_ns(2.0));
+  net.solve();
+  CHECK(net.rate(f1) == Approx(5.0));
+  CHECK(net.rate(f2) == Approx(5.0));
+  CHECK(net.rate(f3) == Approx(7.5));
+  CHECK(net.rate(f5) == Approx(7.5));
+  CHECK(net.rate(f4) == Approx(7.0));
+  // A solve with nothing changed keeps every rate.
+  net.solve();
+  CHECK(net.rate(f3) == Approx(7.5));
+}
+
+TEST_CASE("link accounting: bytes carried, busy time; a zero-byte flow ends at once", "[flow]") {
+  FlowNetwork net({100.0, 50.0});
+  const std::vector<int> both = {0, 1}, first = {0}, none = {};
+  // Flow over both links is limited by link 1: 50 B/s, so 500 B take 10 s.
+  const int f = net.add_flow(both, 500.0, 0);
+  net.solve();
+  CHECK(net.rate(f) == Approx(50.0));
+  auto [t, id] = net.next_completion();
+  CHECK(t == seconds_to_ns(10.0));
+  CHECK(step(net, t) == std::vector<int>{f});
+  // Idle for 5 s, then 200 B on link 0 alone at 100 B/s: 2 s, ending at 17 s.
+  const int g = net.add_flow(first, 200.0, seconds_to_ns(15.0));
+  net.solve();
+  std::tie(t, id) = net.next_completion();
+  CHECK(id == g);
+  CHECK(t == seconds_to_ns(17.0));
+  step(net, t);
+  CHECK(net.link_bytes(0) == Approx(700.0));  // 500 + 200
+  CHECK(net.link_bytes(1) == Approx(500.0));
+  CHECK(net.link_busy_seconds(0) == Approx(12.0));  // 10 s + 2 s, not the idle 5 s
+  CHECK(net.link_busy_seconds(1) == Approx(10.0));
+  // Zero bytes, or no links: each gets an id (reusing finished ones) and finishes now.
+  const TimeNs now = seconds_to_ns(20.0);
+  const int z = net.add_flow(first, 0.0, now);
+  const int n = net.add_flow(none, 100.0, now);
+  CHECK(z != n);
+  CHECK(net.active_flows() == 2);
+  net.solve();
+  std::tie(t, id) = net.next_completion();
+  CHECK(t == now);
+  CHECK(step(net, now) == std::vector<int>{std::min(z, n), std::max(z, n)});
+  CHECK(net.active_flows() == 0);
+  CHECK(net.link_busy_seconds(0) == Approx(12.0));
+}
+
+TEST_CASE("determinism: the same sequence twice gives the same completions", "[flow]") {
+  const auto run = [] {
+    FlowNetwork net({100.0, 40.0, 75.0, 10.0, 60.0});
+    std::vector<std::pair<TimeNs, int>> events;
+    std::size_t finished = 0;
+    std::uint64_t seed = 12345;
+    const auto next = [&seed] {
+      seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+      return static_cast<int>(seed >> 33);
+    };
+    std::vector<int> route;
+    TimeNs now = 0;
+    for (int i = 0; i < 40; ++i) {
+      route.clear();
+      const int hops = 1 + next() % 3;
+      for (int h = 0; h < hops; ++h) route.push_back(next() % 5);
+      std::sort(route.begin(), route.end());
+      route.erase(std::unique(route.begin(), route.end()), route.end());
+      now += next() % 1000000000;
+      finished += step(net, now).size();  // advance to the arrival; retire what ended by then
+      net.add_flow(route, 100.0 + next() % 1000, now);
+      net.solve();
+      // Run completions that fall before the next arrival window.
+      for (auto c = net.next_completion(); c.second >= 0 && c.first <= now + 500000000;
+           c = net.next_completion()) {
+        events.push_back(c);
+        now = c.first;
+        finished += step(net, now).size();
+      }
+    }
+    for (auto c = net.next_completion(); c.second >= 0; c = net.next_completion()) {
+      events.push_back(c);
+      finished += step(net, c.first).size();
+    }
+    CHECK(finished == 40);
+    CHECK(net.active_flows() == 0);
+    return events;
+  };
+  const auto first = run();
+  const auto second = run();
+  CHECK(first.size() >= 30);
+  CHECK(first == second);
+}
