@@ -233,13 +233,10 @@ class Simulation {
     if (rv.arrived < static_cast<int>(group.size())) return;
     std::vector<PathParams>& cache = g == Group::tp ? tp_ring_ : dp_ring_;
     if (cache[leader].bytes_per_s == 0) cache[leader] = comm_.ring(group);
-    const int n = static_cast<int>(group.size());
-    const double hop_bytes = CommModel::bytes_per_hop(p.comm[op], p.bytes[op], n);
-    hops_.clear();
-    for (int i = 0; i < n; ++i) hops_.push_back(HopFlow{group[i], group[(i + 1) % n], hop_bytes});
+    const TimeNs tail = lower_ring(p.comm[op], p.bytes[op], group, cache[leader].alpha_ns, hops_);
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
-    start_transfer(latest, CommModel::steps(p.comm[op], n) * cache[leader].alpha_ns, CommSlot{leader, op, g});
+    start_transfer(latest, tail, CommSlot{leader, op, g});
   }
 
   void deliver(int rank, int op, TimeNs start, TimeNs now) {

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "sim/base/error.hpp"
+#include "sim/collective_bench.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
 #include "topologies/dot_io.hpp"
@@ -19,6 +20,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
+    "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
+    "                        [--sizes 32K:16G] [--algo ring] [--json]\n"
     "       dtsim --help | dtsim run --help\n";
 
 struct Command {
@@ -93,6 +96,42 @@ int topology_command(int argc, char** argv) {
   return 0;
 }
 
+int collective_command(int argc, char** argv) {
+  po::options_description own("dtsim collective options");
+  own.add_options()("help,h", "print this help")(
+      "op", po::value<std::string>()->default_value("all_reduce"), "all_reduce | reduce_scatter | all_gather")(
+      "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
+      "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
+      "algo", po::value<std::string>()->default_value("ring"), "algorithm: ring")("json", "print JSON");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  const std::string algo = cmd.vm["algo"].as<std::string>();
+  if (algo != "ring") throw InputError(fmt::format("--algo {}: valid algorithms are ring", algo));
+  const CommKind kind = parse_collective(cmd.vm["op"].as<std::string>(), "--op");
+  const std::vector<double> sizes = parse_size_sweep(cmd.vm["sizes"].as<std::string>(), "--sizes");
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  const ClusterGraph graph = make_cluster(sc);
+  const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
+  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes);
+  const std::string op = cmd.vm["op"].as<std::string>();
+  if (cmd.vm.count("json")) {
+    std::string rows;
+    for (const CollectivePoint& p : points)
+      rows += fmt::format("{}{{\"bytes\": {:.0f}, \"time_us\": {:.9g}, \"algbw_GBps\": {:.9g}, \"busbw_GBps\": {:.9g}}}",
+                          rows.empty() ? "" : ", ", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps);
+    std::cout << fmt::format("{{\"op\": \"{}\", \"algo\": \"{}\", \"gpus\": {}, \"points\": [{}]}}\n", op, algo, gpus, rows);
+    return 0;
+  }
+  std::cout << fmt::format("# {} ({}) over {} GPUs of {}\n", op, algo, gpus, sc.source);
+  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12}\n", "size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)");
+  for (const CollectivePoint& p : points)
+    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f}\n", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,7 +143,8 @@ int main(int argc, char** argv) {
     }
     if (sub == "run") return run_command(argc - 1, argv + 1);
     if (sub == "topology") return topology_command(argc - 1, argv + 1);
-    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology", sub));
+    if (sub == "collective") return collective_command(argc - 1, argv + 1);
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
     return 2;

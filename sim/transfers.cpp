@@ -16,6 +16,15 @@ std::vector<double> effective_capacities(const ClusterGraph& graph) {
 }
 }  // namespace
 
+TimeNs lower_ring(CommKind kind, double bytes, std::span<const int> gpus, TimeNs alpha_ns,
+                  std::vector<HopFlow>& hops) {
+  const int n = static_cast<int>(gpus.size());
+  const double hop_bytes = CommModel::bytes_per_hop(kind, bytes, n);
+  hops.clear();
+  for (int i = 0; i < n; ++i) hops.push_back(HopFlow{gpus[i], gpus[(i + 1) % n], hop_bytes});
+  return CommModel::steps(kind, n) * alpha_ns;
+}
+
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
     : router_(router), net_(effective_capacities(graph)) {}
 

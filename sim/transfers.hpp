@@ -6,12 +6,14 @@
 // Thread safety: used by one thread (the engine's).
 #pragma once
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "sim/base/units.hpp"
 #include "sim/flow_network.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "topologies/routing.hpp"
+#include "workloads/program.hpp"
 
 namespace dtsim {
 
@@ -25,6 +27,11 @@ struct FinishedTransfer {
   TimeNs start_ns;  // when the transfer started
   TimeNs end_ns;    // last flow end + latency tail
 };
+
+// Lowers a ring collective over `gpus` (ring order) to one flow per hop into `hops`; returns its
+// latency tail: the algorithm's steps times the per-step latency `alpha_ns`.
+TimeNs lower_ring(CommKind kind, double bytes, std::span<const int> gpus, TimeNs alpha_ns,
+                  std::vector<HopFlow>& hops);
 
 class Transfers {
  public:

@@ -129,3 +129,22 @@ TEST_CASE("help lists every key with its default", "[cli]") {
   for (const char* key : {"model.name", "training.global_batch", "parallel.tp", "cluster.nic_gbps", "output.trace_detail"})
     CHECK_THAT(o.out, Catch::Contains(key));
 }
+
+TEST_CASE("dtsim collective sweeps sizes like nccl-tests", "[cli][comm]") {
+  const Outcome o = run_dtsim("collective --cluster.nodes=1 --sizes 1G:16G --json");
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("\"gpus\": 8"));
+  // 5 sizes, 1 GiB to 16 GiB; 8 x A100 NVSwitch at 16 GiB: measured 234.9 GB/s bus bandwidth
+  // (shared/validation/collectives.csv c0020).
+  const std::size_t last = o.out.rfind("\"busbw_GBps\": ");
+  REQUIRE(last != std::string::npos);
+  const double busbw = std::stod(o.out.substr(last + 14));
+  CHECK(busbw == Approx(234.9).epsilon(0.10));
+  const Outcome bad = run_dtsim("collective --op all_to_none");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--op") && Catch::Contains("all_reduce"));
+  const Outcome sizes = run_dtsim("collective --sizes 16G:1K");
+  CHECK(sizes.status == 2);
+  CHECK_THAT(sizes.err, Catch::Contains("--sizes"));
+}
