@@ -104,6 +104,7 @@ TEST_CASE("bad input gets one clear message and status 2 and leaves no file", "[
   expect_input_error("run " + tiny + " --parallel.tp=3 --parallel.dp=1 --cluster.gpus_per_node=6", "model.heads");
   expect_input_error("run " + tiny + " --cluster.gpu=GTX-9090", "GTX-9090");
   expect_input_error("run " + tiny + " --training.recompute=sometimes", "training.recompute");
+  expect_input_error("run " + tiny + " --training.global_batch=2000000000 --training.micro_batch=1", "micro-batches");
   const std::string dot = write_file("split.dot",
                                      "digraph g {\n a [kind=gpu, \"node\"=0];\n b [kind=gpu, \"node\"=0];\n"
                                      " c [kind=nvswitch, \"node\"=0];\n a -> c [kind=nvlink3, bandwidth_GBps=300, latency_ns=500];\n"

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "sim/base/error.hpp"
@@ -96,6 +97,19 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
     throw InputError(fmt::format(
         "training.global_batch = {}: must be a multiple of training.micro_batch x parallel.dp = {} x {} = {}",
         plan.global_batch, plan.micro_batch, plan.dp, plan.micro_batch * plan.dp));
+  // A step is simulated op by op: about 45 ops per layer and micro-batch on a stage. Refuse
+  // programs that would not fit in memory rather than thrash or crash.
+  constexpr double kMaxOpsPerStage = 5e7;
+  const double ops = 45.0 * plan.micro_batches() * (static_cast<double>(model.layers) / plan.pp + 2);
+  if (ops > kMaxOpsPerStage)
+    throw InputError(fmt::format(
+        "training.global_batch = {} with training.micro_batch = {}: {} micro-batches per step make about {:.0f} "
+        "million ops per pipeline stage, above the limit of {:.0f} million; raise the micro-batch or lower the batch",
+        plan.global_batch, plan.micro_batch, plan.micro_batches(), ops / 1e6, kMaxOpsPerStage / 1e6));
+  const double tokens = static_cast<double>(plan.micro_batch) * model.seq_len;
+  if (tokens * std::max(model.hidden, model.ffn_or_default()) > 9e18 || tokens > 2e9)
+    throw InputError(fmt::format("training.micro_batch = {} x model.seq_len = {} tokens is too large to simulate",
+                                 plan.micro_batch, model.seq_len));
   if (plan.zero_stage != 0 && plan.zero_stage != 1)
     throw InputError(fmt::format("parallel.zero_stage = {}: valid values are 0, 1", plan.zero_stage));
   if (plan.stage_layers.empty()) {
