@@ -1,4 +1,5 @@
-// Max-min fair flow-level network: incremental component solves by progressive filling.
+// Max-min fair flow-level network: incremental component solves by progressive filling, lazy
+// per-flow progress and an ordered set of finish times.
 #include "sim/flow_network.hpp"
 
 #include <algorithm>
@@ -14,13 +15,44 @@ FlowNetwork::FlowNetwork(std::vector<double> link_bytes_per_s)
       link_flows_(capacity_.size()),
       link_bytes_(capacity_.size(), 0.0),
       link_busy_s_(capacity_.size(), 0.0),
+      busy_since_(capacity_.size(), 0),
       link_dirty_(capacity_.size(), 0),
       link_seen_(capacity_.size(), 0),
       residual_(capacity_.size(), 0.0),
       unfixed_(capacity_.size(), 0) {}
 
+double FlowNetwork::remaining_now(const Flow& f) const {
+  if (f.rate <= 0 || now_ <= f.updated_at) return f.remaining;
+  return std::max(0.0, f.remaining - f.rate * ns_to_seconds(now_ - f.updated_at));
+}
+
 bool FlowNetwork::finished(const Flow& f) const {
-  return f.remaining <= std::min(1e-9 * f.size, 1.0);
+  return remaining_now(f) <= std::min(1e-9 * f.size, 1.0);
+}
+
+// Settles the flow's progress to now, then switches it to `rate` and reschedules its finish.
+void FlowNetwork::set_rate(int id, double rate) {
+  Flow& f = flows_[id];
+  if (rate == f.rate) return;
+  f.remaining = remaining_now(f);
+  f.updated_at = now_;
+  f.rate = rate;
+  schedule(id);
+}
+
+// Finish time from the settled state: now when within epsilon, never when stalled at rate 0.
+void FlowNetwork::schedule(int id) {
+  Flow& f = flows_[id];
+  if (f.finish != kNever) finishes_.erase({f.finish, id});
+  if (finished(f)) {
+    f.finish = now_;
+  } else if (f.rate > 0) {
+    f.finish = f.updated_at + static_cast<TimeNs>(std::ceil(f.remaining / f.rate * 1e9));
+  } else {
+    f.finish = kNever;
+    return;
+  }
+  finishes_.emplace(f.finish, id);
 }
 
 void FlowNetwork::mark_dirty(int link) {
@@ -47,17 +79,21 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
   Flow& f = flows_[id];
   f.size = bytes;
   f.rate = 0;
+  f.updated_at = now_;
+  f.finish = kNever;
   f.active = true;
   ++active_;
   f.links.clear();
   if (links.empty() || bytes <= 0) {
     f.remaining = 0;  // finishes at once; occupies no link
+    schedule(id);
     return id;
   }
   f.remaining = bytes;
   f.links.assign(links.begin(), links.end());
   for (int l : f.links) {
     assert(l >= 0 && l < static_cast<int>(capacity_.size()));
+    if (link_flows_[l].empty()) busy_since_[l] = now_;
     link_flows_[l].push_back(id);
     mark_dirty(l);
   }
@@ -66,17 +102,7 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
 
 void FlowNetwork::advance(TimeNs now) {
   assert(now >= now_);
-  if (now <= now_) return;
-  const double dt = ns_to_seconds(now - now_);
-  now_ = now;
-  for (std::size_t l = 0; l < link_flows_.size(); ++l)
-    if (!link_flows_[l].empty()) link_busy_s_[l] += dt;
-  for (Flow& f : flows_) {
-    if (!f.active || f.rate <= 0) continue;
-    const double moved = std::min(f.rate * dt, f.remaining);
-    f.remaining -= moved;
-    for (int l : f.links) link_bytes_[l] += moved;
-  }
+  now_ = std::max(now_, now);
 }
 
 void FlowNetwork::solve() {
@@ -134,7 +160,7 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
       if (fixed_[f]) continue;
       fixed_[f] = 1;
       --left;
-      flows_[f].rate = share;
+      set_rate(f, share);
       for (int l : flows_[f].links) {
         residual_[l] = std::max(0.0, residual_[l] - share);
         --unfixed_[l];
@@ -144,28 +170,24 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
 }
 
 std::pair<TimeNs, int> FlowNetwork::next_completion() const {
-  std::pair<TimeNs, int> best{std::numeric_limits<TimeNs>::max(), -1};
-  for (std::size_t id = 0; id < flows_.size(); ++id) {
-    const Flow& f = flows_[id];
-    if (!f.active) continue;
-    TimeNs t;
-    if (finished(f)) {
-      t = now_;
-    } else if (f.rate > 0) {
-      t = now_ + static_cast<TimeNs>(std::ceil(f.remaining / f.rate * 1e9));
-    } else {
-      continue;  // stalled on a zero-capacity link
-    }
-    if (t < best.first) best = {t, static_cast<int>(id)};
-  }
-  return best;
+  if (finishes_.empty()) return {std::numeric_limits<TimeNs>::max(), -1};
+  if (finishes_.begin()->first > now_) return *finishes_.begin();
+  // Flows already due all report now; the lowest id wins.
+  int id = finishes_.begin()->second;
+  for (auto it = finishes_.begin(); it != finishes_.end() && it->first <= now_; ++it)
+    id = std::min(id, it->second);
+  return {now_, id};
 }
 
 void FlowNetwork::remove_flow(int id) {
   Flow& f = flows_[id];
+  if (f.finish != kNever) finishes_.erase({f.finish, id});
+  f.finish = kNever;
   for (int l : f.links) {
     std::vector<int>& on = link_flows_[l];
     on.erase(std::find(on.begin(), on.end(), id));
+    link_bytes_[l] += f.size;
+    if (on.empty()) link_busy_s_[l] += ns_to_seconds(now_ - busy_since_[l]);
     mark_dirty(l);
   }
   f.active = false;
@@ -177,18 +199,23 @@ void FlowNetwork::remove_flow(int id) {
 }
 
 void FlowNetwork::collect_finished(std::vector<int>& done) {
-  for (std::size_t id = 0; id < flows_.size(); ++id) {
-    if (flows_[id].active && finished(flows_[id])) {
-      remove_flow(static_cast<int>(id));
-      done.push_back(static_cast<int>(id));
-    }
+  const std::size_t first = done.size();
+  while (!finishes_.empty() && finishes_.begin()->first <= now_) {
+    const int id = finishes_.begin()->second;
+    assert(finished(flows_[id]));
+    remove_flow(id);
+    done.push_back(id);
   }
+  std::sort(done.begin() + static_cast<std::ptrdiff_t>(first), done.end());
 }
 
 double FlowNetwork::rate(int flow) const { return flows_.at(flow).rate; }
-double FlowNetwork::remaining(int flow) const { return flows_.at(flow).remaining; }
+double FlowNetwork::remaining(int flow) const { return remaining_now(flows_.at(flow)); }
 int FlowNetwork::active_flows() const { return active_; }
 double FlowNetwork::link_bytes(int link) const { return link_bytes_.at(link); }
-double FlowNetwork::link_busy_seconds(int link) const { return link_busy_s_.at(link); }
+double FlowNetwork::link_busy_seconds(int link) const {
+  const double open = link_flows_.at(link).empty() ? 0.0 : ns_to_seconds(now_ - busy_since_[link]);
+  return link_busy_s_[link] + open;
+}
 
 }  // namespace dtsim

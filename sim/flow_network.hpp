@@ -1,8 +1,11 @@
 // FlowNetwork: transfers as flows over routes of directed links; flows sharing a link share its
 // capacity by max-min fairness (progressive filling). Rates are recomputed only for the connected
-// component (flows linked through shared links) touched since the last solve.
+// component (flows linked through shared links) touched since the last solve. Progress is lazy:
+// each flow keeps its remaining bytes as of its last rate change, and finish times sit in an
+// ordered set, so advancing time and finding the next completion cost O(1) / O(log n).
 #pragma once
 #include <cstdint>
+#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -17,15 +20,16 @@ class FlowNetwork {
   // Starts a flow of `bytes` over `links` (link ids) at time `now`; returns its id (ids are reused
   // after the flow finishes). A flow with no links or 0 bytes still gets an id and finishes at once.
   int add_flow(std::span<const int> links, double bytes, TimeNs now);
-  // Moves every active flow forward to `now` at its current rate (call before add/complete).
+  // Moves the clock to `now`; flows progress at their current rates (call before add/complete).
   void advance(TimeNs now);
   // Recomputes rates of the touched components. Cheap when nothing changed.
   void solve();
   // Earliest finishing active flow: {time, id}; {INT64_MAX, -1} when no flow is active.
   // Time rounds up to the next nanosecond so a flow is never reported done early.
   std::pair<TimeNs, int> next_completion() const;
-  // Removes every flow whose remaining bytes are <= a tiny epsilon (relative 1e-9 of its size or
-  // 1 byte) at the current time; appends their ids to `done` in increasing id order.
+  // Removes every flow whose completion time has come (its remaining bytes are then <= a tiny
+  // epsilon: relative 1e-9 of its size or 1 byte); appends their ids to `done` in increasing id
+  // order.
   void collect_finished(std::vector<int>& done);
   double rate(int flow) const;       // bytes/s after the last solve
   double remaining(int flow) const;  // bytes left
@@ -38,12 +42,18 @@ class FlowNetwork {
   struct Flow {
     std::vector<int> links;  // capacity kept when the id is reused
     double size = 0;
-    double remaining = 0;
+    double remaining = 0;  // as of `updated_at`
     double rate = 0;
+    TimeNs updated_at = 0;
+    TimeNs finish = kNever;  // key in `finishes_`, kNever when not scheduled
     bool active = false;
   };
+  static constexpr TimeNs kNever = INT64_MAX;
 
+  double remaining_now(const Flow& f) const;
   bool finished(const Flow& f) const;
+  void set_rate(int id, double rate);
+  void schedule(int id);
   void mark_dirty(int link);
   void remove_flow(int id);
   void fill(const std::vector<int>& flows, const std::vector<int>& links);
@@ -51,8 +61,10 @@ class FlowNetwork {
   std::vector<double> capacity_;
   std::vector<std::vector<int>> link_flows_;  // active flow ids per link, in insertion order
   std::vector<double> link_bytes_;
-  std::vector<double> link_busy_s_;
+  std::vector<double> link_busy_s_;  // closed busy intervals
+  std::vector<TimeNs> busy_since_;   // start of the open busy interval (link has flows)
   std::vector<Flow> flows_;
+  std::set<std::pair<TimeNs, int>> finishes_;  // (finish time, id) of scheduled flows
   std::vector<int> free_ids_;  // min-heap: the smallest finished id is reused first
   int active_ = 0;
   TimeNs now_ = 0;
