@@ -68,7 +68,8 @@ int run_command(int argc, char** argv) {
   const EngineResult result = run_scenario(sc, trace);
   std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary, result.links) + "\n"
                                      : format_summary_text(sc, result.summary, result.links));
-  if (!trace.empty() && !cmd.vm.count("json")) std::cout << "  trace              " << trace << "\n";
+  if (!trace.empty() && !cmd.vm.count("json"))
+    std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
   return 0;
 }
 

@@ -20,6 +20,14 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}, micro-batch {}, global batch {}\n",
                      sc.model.name, sc.cluster.nodes, sc.cluster.gpus_per_node, s.num_gpus, p.tp, p.pp, p.dp,
                      p.micro_batch, p.global_batch);
+  const ModelShape& m = sc.model;
+  out += fmt::format("  model              {} layers, hidden {}, {} heads ({} kv), {} FFN {}, vocab {}, seq {}, "
+                     "{} positions, {:.2f} B parameters\n",
+                     m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),
+                     m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
+  out += fmt::format("  setup              {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
+                     precision_name(sc.precision), recompute_name(p.recompute), schedule_name(p.schedule),
+                     p.zero_stage, node_kind_name(sc.cluster.node_kind), sc.cluster.gpu);
   out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
   out += fmt::format("  throughput         {:.0f} tokens/s\n", s.tokens_per_s);
   out += fmt::format("  model TFLOP/s/GPU  {:.1f}   (MFU {:.1f} %)\n", s.model_tflops_per_gpu, 100 * s.mfu);
