@@ -67,12 +67,11 @@ class Simulation {
         peak_flops_(compute.peak_flops()), transfers_(graph, comm.router()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
-    tp_rv_.resize(n);
-    dp_rv_.resize(n);
-    tp_ring_.resize(n);
-    dp_ring_.resize(n);
-    tp_members_.resize(n);
-    dp_members_.resize(n);
+    for (GroupState& g : groups_) {
+      g.rendezvous.resize(n);
+      g.ring.resize(n);
+      g.members.resize(n);
+    }
     for (const StageProgram& stage : program.stages) {
       StageTimes t;
       for (int i = 0; i < stage.size(); ++i) {
@@ -135,21 +134,35 @@ class Simulation {
     return true;
   }
 
-  // Ranks of this rank's TP or DP group in ring order; the first is the group's leader. Built
-  // once per group, on first use.
+  // Ranks of this rank's TP, DP or embedding group in ring order; the first is the group's
+  // leader. The embedding group joins the first and last pipeline stages (tied embeddings).
+  // Built once per group, on first use.
   const std::vector<int>& members(int rank, Group g) {
     RankCoords c = plan_.coords(rank);
-    (g == Group::tp ? c.tp : c.dp) = 0;
-    std::vector<int>& out = (g == Group::tp ? tp_members_ : dp_members_)[plan_.rank_of(c)];
+    int& coord = g == Group::tp ? c.tp : g == Group::dp ? c.dp : c.pp;
+    coord = 0;
+    std::vector<int>& out = state(g).members[plan_.rank_of(c)];
     if (out.empty()) {
-      const int size = g == Group::tp ? plan_.tp : plan_.dp;
-      for (int i = 0; i < size; ++i) {
-        (g == Group::tp ? c.tp : c.dp) = i;
+      if (g == Group::embedding) {
         out.push_back(plan_.rank_of(c));
+        coord = plan_.pp - 1;
+        out.push_back(plan_.rank_of(c));
+      } else {
+        for (int i = 0; i < (g == Group::tp ? plan_.tp : plan_.dp); ++i) {
+          coord = i;
+          out.push_back(plan_.rank_of(c));
+        }
       }
     }
     return out;
   }
+
+  struct GroupState {
+    std::vector<Rendezvous> rendezvous;      // indexed by group leader rank
+    std::vector<PathParams> ring;            // ring of the group, computed on first use
+    std::vector<std::vector<int>> members;
+  };
+  GroupState& state(Group g) { return groups_[g == Group::tp ? 0 : g == Group::dp ? 1 : 2]; }
 
   int peer(int rank, Group g) const {
     RankCoords c = plan_.coords(rank);
@@ -187,8 +200,14 @@ class Simulation {
     for (const FinishedTransfer& f : finished_) {
       const CommSlot slot = slots_[f.tag];
       free_slots_.push_back(f.tag);
-      if (slot.group == Group::tp || slot.group == Group::dp) {
-        for (int member : members(slot.rank, slot.group)) schedule(member, slot.op, f.start_ns, f.end_ns);
+      if (slot.group == Group::tp || slot.group == Group::dp || slot.group == Group::embedding) {
+        // Members may run different stage programs (the embedding group): each completes the op
+        // it posted, the one before the cursor of the collective's stream.
+        const int st = static_cast<int>(program_.stages[ranks_[slot.rank].stage].stream[slot.op]);
+        for (int member : members(slot.rank, slot.group)) {
+          const RankState& m = ranks_[member];
+          schedule(member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
+        }
       } else {
         schedule(slot.rank, slot.op, f.start_ns, f.end_ns);
       }
@@ -227,11 +246,11 @@ class Simulation {
     const Group g = p.group[op];
     const std::vector<int>& group = members(rank, g);
     const int leader = group.front();
-    Rendezvous& rv = (g == Group::tp ? tp_rv_ : dp_rv_)[leader];
+    Rendezvous& rv = state(g).rendezvous[leader];
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
     if (rv.arrived < static_cast<int>(group.size())) return;
-    std::vector<PathParams>& cache = g == Group::tp ? tp_ring_ : dp_ring_;
+    std::vector<PathParams>& cache = state(g).ring;
     if (cache[leader].bytes_per_s == 0) cache[leader] = comm_.ring(group);
     const TimeNs tail = lower_ring(p.comm[op], p.bytes[op], group, cache[leader].alpha_ns, hops_);
     const TimeNs latest = rv.latest;
@@ -340,9 +359,7 @@ class Simulation {
   double peak_flops_;
   std::vector<RankState> ranks_;
   std::vector<StageTimes> times_;
-  std::vector<Rendezvous> tp_rv_, dp_rv_;  // indexed by group leader rank
-  std::vector<PathParams> tp_ring_, dp_ring_;
-  std::vector<std::vector<int>> tp_members_, dp_members_;
+  GroupState groups_[3];  // TP, DP, embedding
   Transfers transfers_;
   std::vector<CommSlot> slots_;  // what each transfer completes, indexed by its tag
   std::vector<int> free_slots_;

@@ -213,3 +213,17 @@ TEST_CASE("simultaneous events run in rank order", "[engine]") {
   }
   CHECK(ties > 0);
 }
+
+TEST_CASE("tied embeddings: the first and last stages all-reduce the embedding gradient together", "[engine]") {
+  const Setup s = tiny(1, 4, 1);
+  MemoryTraceSink sink;
+  run(s, &sink);
+  std::vector<EventRecord> reduce;
+  for (const EventRecord& e : sink.events_)
+    if (e.op == static_cast<int>(OpKind::embedding_all_reduce)) reduce.push_back(e);
+  REQUIRE(reduce.size() == 2);  // stage 0 and stage 3 only
+  CHECK(reduce[0].rank == 0);
+  CHECK(reduce[1].rank == 3);
+  CHECK(reduce[0].end_ns == reduce[1].end_ns);
+  CHECK(reduce[0].bytes == Approx(2.0 * s.model.vocab * s.model.hidden));
+}

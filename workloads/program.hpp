@@ -18,14 +18,16 @@ enum class Stream : std::uint8_t { compute, tp, pp_send, pp_recv, dp };
 constexpr int kNumStreams = 5;
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
 enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv };
-enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev };
+// embedding: the first and last pipeline stages, which both hold the tied word embedding.
+enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding };
 enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activations, buffers };
 constexpr int kNumMemCategories = 5;
 
 enum class OpKind : std::int16_t {
   embedding, embedding_norm, layernorm, qkv_proj, attn_scores, softmax_dropout, attn_context,
   out_proj, dropout_residual, fc1, activation, fc2, final_norm, lm_head, loss,
-  tp_all_reduce, pp_send, pp_recv, dp_all_reduce, dp_reduce_scatter, dp_all_gather, optimizer_step
+  tp_all_reduce, pp_send, pp_recv, dp_all_reduce, dp_reduce_scatter, dp_all_gather, optimizer_step,
+  embedding_all_reduce
 };
 
 std::string_view op_kind_name(OpKind k);

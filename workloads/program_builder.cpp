@@ -292,6 +292,12 @@ class StageBuilder {
     const int after_backward = last_compute();
     const double sharded = plan_.zero_stage >= 1 ? params / plan_.dp : params;
     int prev = after_backward;
+    // Tied embeddings over a pipeline: the first and last stages sum their word-embedding
+    // gradients (Megatron's embedding group) before the DP reduction.
+    if (model_.tied_embeddings && plan_.pp > 1 && (first() || last()))
+      prev = add(collective(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
+                            e() * model_.vocab * model_.hidden / t()),
+                 Phase::optimizer, -1, -1, {prev});
     if (plan_.dp > 1) {
       if (plan_.zero_stage == 0) {
         prev = add(collective(OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, Group::dp, grad_bytes),
