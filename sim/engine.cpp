@@ -45,11 +45,13 @@ struct Rendezvous {
   TimeNs latest = 0;
 };
 
-// The op a transfer completes: a send of `rank`, or a collective of the group led by `rank`.
+// The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
+// (each member completes the op it posted on `stream`).
 struct CommSlot {
   int rank;
   int op;
   Group group;
+  Stream stream;
 };
 
 constexpr std::int32_t kNetwork = -1;  // Event::rank of network events (flow completions)
@@ -203,7 +205,7 @@ class Simulation {
       if (slot.group == Group::tp || slot.group == Group::dp || slot.group == Group::embedding) {
         // Members may run different stage programs (the embedding group): each completes the op
         // it posted, the one before the cursor of the collective's stream.
-        const int st = static_cast<int>(program_.stages[ranks_[slot.rank].stage].stream[slot.op]);
+        const int st = static_cast<int>(slot.stream);
         for (int member : members(slot.rank, slot.group)) {
           const RankState& m = ranks_[member];
           schedule(member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
@@ -235,7 +237,7 @@ class Simulation {
     } else if (comm == CommKind::send) {
       const int dst = peer(rank, p.group[op]);
       hops_.assign(1, HopFlow{rank, dst, p.bytes[op]});
-      start_transfer(now, comm_.path(rank, dst).alpha_ns, CommSlot{rank, op, p.group[op]});
+      start_transfer(now, comm_.path(rank, dst).alpha_ns, CommSlot{rank, op, p.group[op], p.stream[op]});
     } else {
       post_collective(rank, op, now);
     }
@@ -255,7 +257,7 @@ class Simulation {
     const TimeNs tail = lower_ring(p.comm[op], p.bytes[op], group, cache[leader].alpha_ns, hops_);
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
-    start_transfer(latest, tail, CommSlot{leader, op, g});
+    start_transfer(latest, tail, CommSlot{leader, op, g, p.stream[op]});
   }
 
   void deliver(int rank, int op, TimeNs start, TimeNs now) {
