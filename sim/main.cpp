@@ -3,13 +3,17 @@
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "sim/base/error.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
+#include "sim/validate.hpp"
 #include "topologies/dot_io.hpp"
 
 namespace po = boost::program_options;
@@ -22,7 +26,21 @@ constexpr const char* kUsage =
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo ring] [--json]\n"
+    "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim --help | dtsim run --help\n";
+
+std::string json_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
 
 struct Command {
   po::variables_map vm;
@@ -133,6 +151,60 @@ int collective_command(int argc, char** argv) {
   return 0;
 }
 
+int validate_command(int argc, char** argv) {
+  po::options_description own("dtsim validate options");
+  own.add_options()("help,h", "print this help")("file", po::value<std::string>(), "runs CSV")(
+      "source", po::value<std::string>()->default_value(""), "only rows of these source_id values (comma-separated)")(
+      "json", "print JSON");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(own).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("dtsim validate: {}", e.what()));
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << own << "\n";
+    return 0;
+  }
+  if (!vm.count("file")) throw InputError("dtsim validate: give the runs CSV file, e.g. shared/validation/runs.csv");
+  std::vector<std::string> sources;
+  std::stringstream list(vm["source"].as<std::string>());
+  for (std::string id; std::getline(list, id, ',');)
+    if (!id.empty()) sources.push_back(id);
+  const std::vector<ValidationRow> rows = validate_runs(vm["file"].as<std::string>(), sources);
+  std::vector<double> errors;
+  for (const ValidationRow& r : rows)
+    if (r.built) errors.push_back(std::abs(r.error_pct));
+  std::sort(errors.begin(), errors.end());
+  const double median = errors.empty() ? 0 : errors.size() % 2 ? errors[errors.size() / 2]
+                                                               : 0.5 * (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]);
+  const double worst = errors.empty() ? 0 : errors.back();
+  if (vm.count("json")) {
+    std::string out;
+    for (const ValidationRow& r : rows)
+      out += fmt::format("{}{{\"run_id\": \"{}\", \"source_id\": \"{}\", \"built\": {}, \"measured_s\": {:.9g}, "
+                         "\"predicted_s\": {:.9g}, \"error_pct\": {:.9g}, \"skip_reason\": \"{}\", \"caveat\": \"{}\"}}",
+                         out.empty() ? "" : ", ", r.id, r.source, r.built ? "true" : "false", r.measured_s,
+                         r.predicted_s, r.error_pct, json_escape(r.skip_reason), r.caveat);
+    std::cout << fmt::format("{{\"rows\": [{}], \"built\": {}, \"median_abs_error_pct\": {:.9g}, "
+                             "\"max_abs_error_pct\": {:.9g}}}\n", out, errors.size(), median, worst);
+    return 0;
+  }
+  std::cout << fmt::format("{:<44} {:>11} {:>11} {:>8}\n", "run", "measured s", "predicted s", "error %");
+  for (const ValidationRow& r : rows) {
+    if (r.built)
+      std::cout << fmt::format("{:<44} {:>11.3f} {:>11.3f} {:>+8.1f}{}\n", r.id, r.measured_s, r.predicted_s,
+                               r.error_pct, r.caveat.empty() ? "" : "  (" + r.caveat + ")");
+    else
+      std::cout << fmt::format("{:<44} skipped: {}\n", r.id, r.skip_reason);
+  }
+  std::cout << fmt::format("{} rows simulated, {} skipped; median |error| {:.1f} %, max {:.1f} %\n", errors.size(),
+                           rows.size() - errors.size(), median, worst);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -145,7 +217,8 @@ int main(int argc, char** argv) {
     if (sub == "run") return run_command(argc - 1, argv + 1);
     if (sub == "topology") return topology_command(argc - 1, argv + 1);
     if (sub == "collective") return collective_command(argc - 1, argv + 1);
-    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective", sub));
+    if (sub == "validate") return validate_command(argc - 1, argv + 1);
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
     return 2;
