@@ -1,4 +1,4 @@
-"""Reads a dtsim HDF5 trace (format "dtsim-trace", version 1) into pandas tables.
+"""Reads a dtsim HDF5 trace (format "dtsim-trace", version 2) into pandas tables.
 
     from dtsim_trace import load
     t = load("run.h5")
@@ -13,7 +13,7 @@ import h5py
 import pandas as pd
 
 FORMAT = "dtsim-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 @dataclass
@@ -57,7 +57,7 @@ def load(path: str) -> Trace:
             memory=_table(f["memory"]),
             ranks=_table(f["ranks"]),
             devices=_table(f["topology/devices"]),
-            links=_table(f["topology/links"]),
+            links=_table(f["links"]),
         )
 
 

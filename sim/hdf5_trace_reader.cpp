@@ -96,7 +96,7 @@ void read_topology(hid_t file, const std::string& path, TraceContents& out) {
   reclaim(device_type.get(), devices);
 
   Handle link_type = trace_h5::link_type();
-  auto links = read_table<trace_h5::LinkRow>(group.get(), "links", link_type.get(), path);
+  auto links = read_table<trace_h5::LinkRow>(file, "links", link_type.get(), path);
   for (const auto& l : links) {
     out.links.push_back({l.id, text(l.source), text(l.target), text(l.kind), l.bandwidth_bytes_per_s,
                          l.latency_ns, l.bytes, l.busy_s});

@@ -265,7 +265,7 @@ void Hdf5TraceSink::finish() {
                      l.latency_ns, l.bytes, l.busy_s});
   }
   Handle link_type = trace_h5::link_type();
-  write_table(topology.get(), "links", link_type.get(), links.data(), links.size(), path_);
+  write_table(file, "links", link_type.get(), links.data(), links.size(), path_);
 
   Handle summary(check(H5Gcreate2(file, "summary", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), path_,
                        "creating group 'summary'"),

@@ -19,7 +19,7 @@ namespace dtsim {
 namespace trace_h5 {
 
 inline constexpr const char* kFormat = "dtsim-trace";
-inline constexpr int kFormatVersion = 1;
+inline constexpr int kFormatVersion = 2;
 
 // Owns one HDF5 identifier and closes it with the matching H5?close function.
 class Handle {

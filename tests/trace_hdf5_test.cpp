@@ -151,7 +151,7 @@ TEST_CASE("HDF5 trace round trip keeps every field", "[trace]") {
   REQUIRE_FALSE(fs::exists(path + ".tmp"));
 
   const TraceContents trace = read_trace(path);
-  CHECK(trace.format_version == 1);
+  CHECK(trace.format_version == trace_h5::kFormatVersion);
   CHECK(trace.string_attrs.at("format") == "dtsim-trace");
   CHECK(trace.string_attrs.at("dtsim_version") == "0.1.0");
   CHECK(trace.string_attrs.at("scenario") == info.scenario_text);
