@@ -1,4 +1,5 @@
-// The dtsim command line: `dtsim run`, `dtsim topology`. Bad input prints one message and
+// The dtsim command line: `dtsim run`, `dtsim topology`, `dtsim collective`, `dtsim validate`,
+// `dtsim export`. Bad input prints one message and
 // exits with status 2; nothing is written then.
 #include <fmt/format.h>
 
@@ -10,6 +11,7 @@
 #include <iostream>
 
 #include "sim/base/error.hpp"
+#include "sim/chrome_export.hpp"
 #include "sim/collective_bench.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
@@ -27,6 +29,7 @@ constexpr const char* kUsage =
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo ring] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
+    "       dtsim export TRACE.h5 --chrome OUT.json\n"
     "       dtsim --help | dtsim run --help\n";
 
 std::string json_escape(const std::string& text) {
@@ -205,6 +208,31 @@ int validate_command(int argc, char** argv) {
   return 0;
 }
 
+int export_command(int argc, char** argv) {
+  po::options_description own("dtsim export options");
+  own.add_options()("help,h", "print this help")("trace", po::value<std::string>(), "dtsim HDF5 trace")(
+      "chrome", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+  po::positional_options_description positional;
+  positional.add("trace", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(own).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("dtsim export: {}", e.what()));
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << own << "\n";
+    return 0;
+  }
+  if (!vm.count("trace")) throw InputError("dtsim export: give the trace file, e.g. dtsim export run.h5 --chrome run.json");
+  if (!vm.count("chrome")) throw InputError("dtsim export: --chrome OUT.json is required (the only export format)");
+  const std::string trace = vm["trace"].as<std::string>(), json = vm["chrome"].as<std::string>();
+  const ChromeExportCounts c = export_chrome_trace(trace, json);
+  std::cout << fmt::format("wrote {} from {}: {} op events, {} memory counters, {} metadata events\n", json, trace,
+                           c.op_events, c.counter_events, c.metadata_events);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -218,7 +246,9 @@ int main(int argc, char** argv) {
     if (sub == "topology") return topology_command(argc - 1, argv + 1);
     if (sub == "collective") return collective_command(argc - 1, argv + 1);
     if (sub == "validate") return validate_command(argc - 1, argv + 1);
-    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate", sub));
+    if (sub == "export") return export_command(argc - 1, argv + 1);
+    throw InputError(
+        fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate, export", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
     return 2;
