@@ -3,7 +3,6 @@ format check, the compute-stream states against /ranks, and the numbers the plot
 the summary. Run by CTest as analysis_package with the dtsim binary as argument."""
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 

@@ -4,7 +4,7 @@
     t = dta.load("bloom.h5")
     dta.plot_timeline(t); dta.plot_breakdown(t); dta.plot_memory(t); dta.plot_links(t)
 """
-from . import colors
+from . import colors  # noqa: F401  (dta.colors: the palette, for notebooks)
 from .breakdown import plot_breakdown, stage_breakdown
 from .formats import FormatError
 from .links_plot import link_utilisation, plot_links
