@@ -25,7 +25,6 @@ namespace {
 // communication blue.
 constexpr std::array<const char*, 3> kCategories = {"compute", "memory", "communication"};
 constexpr std::array<const char*, 3> kColours = {"thread_state_running", "thread_state_iowait", "rail_load"};
-constexpr int kNumOpKinds = static_cast<int>(OpKind::embedding_all_reduce) + 1;
 constexpr int kNumPhases = static_cast<int>(Phase::optimizer) + 1;
 constexpr std::size_t kFlushBytes = 4 << 20;
 

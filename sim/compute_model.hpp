@@ -1,7 +1,13 @@
 // Compute model: the time of one op on one GPU by a roofline, max(FLOPs / (peak x efficiency),
-// bytes / (HBM bandwidth x efficiency)) plus a launch overhead. GEMM efficiency is the GPU's
-// measured best matmul rate over its peak, reduced by wave quantization of 128x128 output tiles
-// over the SMs. Element-wise ops run on CUDA cores at the FP32 rate.
+// bytes / HBM rate) plus a launch overhead.
+//
+// GEMM efficiency depends on the shape (see gemm_efficiency): the kernel picks the output tile
+// that finishes first, paying for padded tiles, for the last partial wave over the SMs and for
+// the tile's operand traffic, and each tile pays a fixed prologue/epilogue worth kDepthOverhead
+// steps of K. The scale is anchored on the GPU's measured best matmul rate (catalog), which is
+// taken to be reached by a large, wave-aligned GEMM. A backward GEMM is timed as its two GEMMs
+// (input gradient and weight gradient), each with its own shape. Fused (flash) attention runs
+// at a fraction of the matmul efficiency that grows with the head dimension.
 #pragma once
 #include "sim/base/units.hpp"
 #include "topologies/gpu_catalog.hpp"
@@ -18,7 +24,8 @@ class ComputeModel {
  public:
   ComputeModel(const GpuSpec& gpu, Precision precision);
   OpTiming time(const StageProgram& program, int op) const;
-  double gemm_efficiency(int m, int n, int batch) const;
+  // Fraction of the precision's peak that a [m x k] x [k x n] GEMM, `batch` times, reaches.
+  double gemm_efficiency(double m, double n, double k, double batch) const;
   double peak_flops() const { return peak_; }
 
   // Gap between dependent kernels on one stream (launch + scheduling), a typical CUDA figure.
@@ -28,10 +35,21 @@ class ComputeModel {
   static constexpr double kDefaultMatmulEfficiency = 0.78;
   // HBM efficiency without a measured STREAM rate (A100: 1.61-1.75 of 2.04 TB/s measured).
   static constexpr double kDefaultHbmEfficiency = 0.82;
+  // Per-tile fixed cost in units of K: software-pipeline fill (3-4 stages of 32-deep slices)
+  // plus the epilogue that writes the tile, ~128 on Ampere/Hopper CUTLASS/cuBLAS kernels.
+  static constexpr double kDepthOverhead = 128;
+  // Operand traffic of a tile: throughput falls as I / (I + kTileIntensityHalf), where
+  // I = tm*tn / (tm + tn) is the tile's FLOPs per operand byte (normalised to the largest tile).
+  static constexpr double kTileIntensityHalf = 16;
+  // Shape at which the catalog's measured matmul rate is taken to hold (square, large).
+  static constexpr double kReferenceDepth = 8192;
 
  private:
+  double gemm_seconds(double m, double n, double k, double batch) const;
+  double flash_attention_seconds(const StageProgram& p, int op) const;
+
   const GpuSpec& gpu_;
-  double peak_ = 0, matmul_efficiency_ = 0, hbm_rate_ = 0;
+  double peak_ = 0, matmul_scale_ = 0, hbm_rate_ = 0;
 };
 
 }  // namespace dtsim

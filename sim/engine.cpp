@@ -130,6 +130,11 @@ class Simulation {
       sink_->memory(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
   }
 
+  void apply_memory(int rank, TimeNs time, const StageProgram& p, int op, bool at_end) {
+    for (int i = p.mem_begin[op]; i < p.mem_begin[op + 1]; ++i)
+      if (p.mem_changes[i].at_end == at_end) allocate(rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
+  }
+
   bool deps_done(const RankState& s, const StageProgram& p, int op) const {
     for (int i = p.dep_begin[op]; i < p.dep_begin[op + 1]; ++i)
       if (!s.done[p.deps[i]]) return false;
@@ -166,9 +171,10 @@ class Simulation {
   };
   GroupState& state(Group g) { return groups_[g == Group::tp ? 0 : g == Group::dp ? 1 : 2]; }
 
+  // The neighbouring stage; with interleaving the last stage feeds the first (next chunk).
   int peer(int rank, Group g) const {
     RankCoords c = plan_.coords(rank);
-    c.pp += g == Group::pp_next ? 1 : -1;
+    c.pp = (c.pp + (g == Group::pp_next ? 1 : plan_.pp - 1)) % plan_.pp;
     return plan_.rank_of(c);
   }
 
@@ -226,7 +232,7 @@ class Simulation {
     if (!deps_done(s, p, op)) return;
     s.busy[stream] = true;
     ++s.next[stream];
-    allocate(rank, now, p.mem_start_category[op], p.mem_start_bytes[op]);
+    apply_memory(rank, now, p, op, false);
     const CommKind comm = p.comm[op];
     if (comm == CommKind::none) {
       const TimeNs gap = now - s.compute_idle_since;
@@ -276,7 +282,7 @@ class Simulation {
     RankState& s = ranks_[ev.rank];
     const StageProgram& p = program_.stages[s.stage];
     const int op = ev.op;
-    allocate(ev.rank, ev.time, p.mem_end_category[op], p.mem_end_bytes[op]);
+    apply_memory(ev.rank, ev.time, p, op, true);
     s.done[op] = 1;
     ++events_;
     const CommKind comm = p.comm[op];

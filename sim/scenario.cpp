@@ -38,15 +38,23 @@ constexpr Key kKeys[] = {
     {"model.position_embedding", "", "learned | none | alibi | rotary"},
     {"model.embedding_norm", "", "true | false: layer norm after the embedding (BLOOM)"},
     {"model.bias", "", "true | false: linear layers have biases"},
+    {"model.parallel_block", "", "true | false: attention and MLP in parallel on the layer input (GPT-J/NeoX)"},
     {"training.global_batch", "2048", "sequences per step"},
     {"training.micro_batch", "2", "sequences per micro-batch"},
     {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
-    {"training.recompute", "full", "activation recomputation: none | full"},
+    {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
+    {"training.attention", "standard", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused)"},
+    {"training.dropout", "true", "true | false: dropout on attention probabilities and layer outputs"},
     {"parallel.tp", "4", "tensor-parallel size"},
     {"parallel.pp", "12", "pipeline-parallel stages"},
     {"parallel.dp", "8", "data-parallel replicas"},
-    {"parallel.zero_stage", "1", "0 (DP all-reduce) | 1 (optimizer state sharded over DP)"},
-    {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe"},
+    {"parallel.zero_stage", "1",
+     "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
+    {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe | interleaved"},
+    {"parallel.virtual_stages", "1", "model chunks per pipeline stage (interleaved schedule)"},
+    {"parallel.sequence_parallel", "false", "true | false: Megatron sequence parallelism over the TP group"},
+    {"parallel.dp_overlap", "true", "true | false: reduce gradients in buckets during the last backward pass"},
+    {"parallel.dp_bucket_mb", "25", "gradient bucket size, MB (1e6 bytes), when dp_overlap = true"},
     {"parallel.stage_layers", "auto",
      "transformer layers per stage, comma-separated (e.g. 5,6,6,5), or auto (see README)"},
     {"parallel.rank_order", "tp,dp,pp", "rank-to-GPU mapping, innermost dimension first"},
@@ -143,6 +151,7 @@ ModelShape read_model(const Values& v) {
     m.position = v.parsed([&] { return parse_position_embedding(v.text("model.position_embedding"), "model.position_embedding"); });
   if (v.given("model.embedding_norm")) m.embedding_norm = v.boolean("model.embedding_norm");
   if (v.given("model.bias")) m.bias = v.boolean("model.bias");
+  if (v.given("model.parallel_block")) m.parallel_block = v.boolean("model.parallel_block");
   if (m.hidden % m.heads != 0)
     throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}", v.source(), m.hidden, m.heads));
   if (m.kv_heads > m.heads || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
@@ -209,11 +218,17 @@ Scenario load_scenario(const std::string& path, po::variables_map vm) {
   sc.precision = v.parsed([&] { return parse_precision(v.text("training.precision"), "training.precision"); });
   p.weight_bytes = precision_bytes(sc.precision);
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
+  p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
+  p.dropout = v.boolean("training.dropout");
   p.tp = v.integer("parallel.tp", 1);
   p.pp = v.integer("parallel.pp", 1);
   p.dp = v.integer("parallel.dp", 1);
   p.zero_stage = v.integer("parallel.zero_stage", 0);
   p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
+  p.virtual_stages = v.integer("parallel.virtual_stages", 1);
+  p.sequence_parallel = v.boolean("parallel.sequence_parallel");
+  p.dp_overlap = v.boolean("parallel.dp_overlap");
+  p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001);
   if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
   p.order = v.parsed([&] { return parse_rank_order(v.text("parallel.rank_order"), "parallel.rank_order"); });
 

@@ -66,13 +66,33 @@ std::string unsupported(const std::map<std::string, std::string>& r) {
   for (const char* k : {"layers", "hidden", "heads", "vocab", "seq_len", "global_batch_seqs", "micro_batch",
                         "num_gpus", "gpus_per_node", "tp", "pp"})
     if (get(k).empty()) return fmt::format("column {} is empty", k);
-  if (get("sequence_parallel") == "yes") return "sequence parallelism is not modelled yet";
-  if (contains(get("recompute"), "selective")) return "selective recomputation is not modelled yet";
-  if (contains(get("zero_or_sharding"), "zero-3") || contains(get("zero_or_sharding"), "fsdp") ||
-      contains(get("zero_or_sharding"), "shard"))
-    return "ZeRO-2/3 and FSDP are not modelled yet";
   if (!get("cp").empty() && get("cp") != "1") return "context parallelism is not modelled yet";
   return "";
+}
+
+int zero_stage_of(const std::string& text) {
+  if (contains(text, "zero-3") || contains(text, "full_shard") || contains(text, "fsdp2")) return 3;
+  if (contains(text, "zero-2") || contains(text, "shard_grad_op")) return 2;
+  if (contains(text, "zero-1") || contains(text, "distributed optimizer")) return 1;
+  return 0;
+}
+
+std::string recompute_of(const std::string& text) {
+  if (contains(text, "selective")) return "selective";
+  if (contains(text, "full")) return "full";
+  return "none";
+}
+
+// Megatron-LM's local DDP reduces gradients after the backward pass; PyTorch DDP, FSDP and
+// DeepSpeed overlap the reduction with it.
+bool dp_overlap_of(const std::string& framework) {
+  return !(contains(framework, "megatron") && !contains(framework, "ddp-impl torch"));
+}
+
+// Fused attention where the framework names it (flash-attn, PyTorch SDPA in torchtitan).
+bool flash_attention_of(const std::map<std::string, std::string>& r) {
+  const std::string& f = r.at("framework");
+  return contains(f, "flash") || contains(f, "sdpa") || contains(f, "torchtitan") || contains(r.at("notes"), "flash");
 }
 
 std::vector<std::string> overrides(const std::map<std::string, std::string>& r) {
@@ -80,23 +100,32 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
   const int gpus = std::stoi(get("num_gpus")), per_node = std::stoi(get("gpus_per_node"));
   const int tp = std::stoi(get("tp")), pp = std::stoi(get("pp"));
   const std::string gpu = get("gpu_type").substr(0, get("gpu_type").find(' '));
+  const int vpp = get("vpp_chunks").empty() ? 1 : std::stoi(get("vpp_chunks"));
   std::vector<std::string> a = {
       "--model.name=custom", "--model.layers=" + get("layers"), "--model.hidden=" + get("hidden"),
       "--model.heads=" + get("heads"), "--model.vocab=" + get("vocab"), "--model.seq_len=" + get("seq_len"),
       "--model.position_embedding=learned", "--training.global_batch=" + get("global_batch_seqs"),
       "--training.micro_batch=" + get("micro_batch"), "--training.precision=" + precision_of(get("precision")),
-      std::string("--training.recompute=") + (contains(get("recompute"), "full") ? "full" : "none"),
+      "--training.recompute=" + recompute_of(get("recompute")),
+      std::string("--training.attention=") + (flash_attention_of(r) ? "flash" : "standard"),
       fmt::format("--parallel.tp={}", tp), fmt::format("--parallel.pp={}", pp),
       fmt::format("--parallel.dp={}", gpus / std::max(tp * pp, 1)),
-      std::string("--parallel.zero_stage=") + (contains(get("zero_or_sharding"), "zero-1") ? "1" : "0"),
+      fmt::format("--parallel.zero_stage={}", zero_stage_of(get("zero_or_sharding"))),
+      std::string("--parallel.sequence_parallel=") + (get("sequence_parallel") == "yes" ? "true" : "false"),
+      std::string("--parallel.dp_overlap=") + (dp_overlap_of(get("framework")) ? "true" : "false"),
       "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
       fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1)),
       fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};
+  if (vpp > 1) {
+    a.push_back("--parallel.schedule=interleaved");
+    a.push_back(fmt::format("--parallel.virtual_stages={}", vpp));
+  }
   if (!get("ffn_hidden").empty()) a.push_back("--model.ffn_hidden=" + get("ffn_hidden"));
   if (!get("kv_heads").empty()) a.push_back("--model.kv_heads=" + get("kv_heads"));
   if (!get("nics_per_node").empty()) a.push_back("--cluster.nics_per_node=" + get("nics_per_node"));
   if (!get("nic_gbps").empty()) a.push_back("--cluster.nic_gbps=" + get("nic_gbps"));
-  a.push_back("--cluster.nic_kind=infiniband");
+  a.push_back(contains(get("notes") + get("framework"), "roce") ? "--cluster.nic_kind=ethernet"
+                                                                  : "--cluster.nic_kind=infiniband");
   return a;
 }
 
@@ -118,6 +147,7 @@ std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std:
   std::vector<ValidationRow> out;
   for (std::size_t i = 1; i < records.size(); ++i) {
     std::map<std::string, std::string> r;
+    r["framework"] = r["notes"] = "";  // optional columns
     for (std::size_t c = 0; c < header.size(); ++c) r[header[c]] = c < records[i].size() ? records[i][c] : "";
     if (!sources.empty() && std::find(sources.begin(), sources.end(), r["source_id"]) == sources.end()) continue;
     ValidationRow row;
@@ -135,7 +165,6 @@ std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std:
         row.predicted_s = run_scenario(sc, "").summary.step_time_s;
         row.error_pct = 100 * (row.predicted_s - row.measured_s) / row.measured_s;
         row.built = true;
-        if (!r["vpp_chunks"].empty() && r["vpp_chunks"] != "1") row.caveat = "interleaved schedule run as 1F1B";
       } catch (const InputError& e) {
         row.skip_reason = e.what();
       } catch (const std::logic_error&) {  // std::stoi / std::stod on a malformed number

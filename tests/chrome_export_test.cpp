@@ -19,6 +19,7 @@
 #include "sim/base/error.hpp"
 #include "sim/chrome_export.hpp"
 #include "sim/hdf5_trace_reader.hpp"
+#include "workloads/program.hpp"
 
 namespace fs = std::filesystem;
 namespace pt = boost::property_tree;
@@ -87,9 +88,9 @@ TraceContents small_trace() {
   t.format_version = 2;
   t.string_attrs["dtsim_version"] = "test";
   t.ranks = {RankRecord{0, 0, 0, 0, 0, 0}, RankRecord{1, 0, 0, 0, 1, 0}};
-  t.events = {EventRecord{0, 0, 0, 0, 3, 2, 0, 1000, 2500, 1e9, 2e6},
-              EventRecord{0, 1, 2, 1, 15, 2, 0, 2000, 7001, 0, 4e6},
-              EventRecord{1, 0, 1, 0, 5, 7, 1, 500, 1500, 1e6, 8e6}};
+  t.events = {EventRecord{0, 0, 0, 0, static_cast<std::int16_t>(OpKind::qkv_proj), 2, 0, 1000, 2500, 1e9, 2e6},
+              EventRecord{0, 1, 2, 1, static_cast<std::int16_t>(OpKind::tp_all_reduce), 2, 0, 2000, 7001, 0, 4e6},
+              EventRecord{1, 0, 1, 0, static_cast<std::int16_t>(OpKind::softmax), 7, 1, 500, 1500, 1e6, 8e6}};
   t.memory = {MemoryRecord{0, 0, 1073741824.0, 0, 0, 0, 0}, MemoryRecord{0, 1000, 1073741824.0, 0, 0, 536870912.0, 0}};
   t.summary.step_time_s = 7.001e-6;
   return t;
@@ -140,7 +141,7 @@ TEST_CASE("Chrome export writes one complete event per op and one counter per me
   CHECK(p.thread_names.at({reduce.get<int>("pid"), reduce.get<int>("tid")}) == "tp");
   CHECK(p.complete[0].get<std::string>("cname") == "thread_state_running");
   CHECK(p.complete[2].get<std::string>("cat") == "memory");
-  CHECK(p.complete[2].get<std::string>("name") == "softmax_dropout");
+  CHECK(p.complete[2].get<std::string>("name") == "softmax");
   CHECK(p.thread_names.at({2, 1}) == "compute");
 }
 

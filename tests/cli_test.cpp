@@ -160,14 +160,17 @@ TEST_CASE("dtsim validate builds rows as scenarios and lists the rest as skipped
                       "tiny,TEST,GPT tiny,4,1024,16,,,32000,512,16,2,8,\"A100-SXM4-80GB (a DGX, quoted)\",200,8,8,"
                       "bf16,2,2,1,1,no,full,none,0.01\n"
                       "sp,TEST,GPT tiny,4,1024,16,,,32000,512,16,2,8,A100-SXM4-80GB,200,8,8,bf16,2,2,1,1,yes,"
-                      "full,none,0.01\n"
+                      "selective,none,0.01\n"
+                      "cp,TEST,GPT tiny,4,1024,16,,,32000,512,16,2,8,A100-SXM4-80GB,200,8,8,bf16,2,2,2,1,yes,"
+                      "selective,none,0.01\n"
                       "other,ELSE,GPT tiny,4,1024,16,,,32000,512,16,2,8,A100-SXM4-80GB,200,8,8,bf16,2,2,1,1,no,"
                       "full,none,0.01\n");
   const Outcome o = run_dtsim("validate " + csv + " --source TEST --json");
   INFO(o.err);
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("\"run_id\": \"tiny\", \"source_id\": \"TEST\", \"built\": true"));
-  CHECK_THAT(o.out, Catch::Contains("sequence parallelism is not modelled yet"));
+  CHECK_THAT(o.out, Catch::Contains("\"run_id\": \"sp\", \"source_id\": \"TEST\", \"built\": true"));
+  CHECK_THAT(o.out, Catch::Contains("context parallelism is not modelled yet"));
   CHECK_THAT(o.out, !Catch::Contains("\"other\""));
   CHECK_THAT(o.out, Catch::Contains("\"median_abs_error_pct\":"));
   const Outcome missing = run_dtsim("validate " + write_file("bad.csv", "run_id,source_id\nx,y\n"));

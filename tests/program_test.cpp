@@ -33,9 +33,10 @@ double layer_activation_bytes(const Program& prog, int layer) {
   const StageProgram& s = prog.stages[0];
   double bytes = 0;
   for (int i = 0; i < s.size(); ++i)
-    if (s.layer[i] == layer && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward &&
-        s.mem_start_category[i] == MemCategory::activations)
-      bytes += s.mem_start_bytes[i];
+    if (s.layer[i] == layer && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward)
+      for (int c = s.mem_begin[i]; c < s.mem_begin[i + 1]; ++c)
+        if (!s.mem_changes[c].at_end && s.mem_changes[c].category == MemCategory::activations)
+          bytes += s.mem_changes[c].bytes;
   return bytes;
 }
 

@@ -23,6 +23,7 @@ struct ModelShape {
   PositionEmbedding position = PositionEmbedding::learned;
   bool embedding_norm = false;  // a layer norm right after the embedding (BLOOM)
   bool bias = true;             // linear layers carry biases (GPT, BLOOM; not Llama)
+  bool parallel_block = false;  // attention and MLP side by side on the layer input (GPT-J/NeoX)
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }

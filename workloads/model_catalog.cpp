@@ -47,6 +47,7 @@ std::vector<ModelShape> make_catalog() {
   ModelShape neox = gpt("gpt-neox-20b", 44, 6144, 64, 50432, 2048);
   neox.position = PositionEmbedding::none;
   neox.tied_embeddings = false;
+  neox.parallel_block = true;  // x + attn(ln1(x)) + mlp(ln2(x))
   c.push_back(neox);
   // Meta Llama-2-7B (Touvron et al. 2023): 32 layers, hidden 4096, SwiGLU 11008, vocab 32000,
   // seq 4096, RMS norm (counted as layer norm here), no biases, untied; 6.74B parameters.

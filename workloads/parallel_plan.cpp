@@ -12,18 +12,31 @@ namespace dtsim {
 
 Recompute parse_recompute(std::string_view text, std::string_view key) {
   if (text == "none") return Recompute::none;
+  if (text == "selective") return Recompute::selective;
   if (text == "full") return Recompute::full;
-  throw InputError(fmt::format("{} = '{}': valid values are none, full", key, text));
+  throw InputError(fmt::format("{} = '{}': valid values are none, selective, full", key, text));
 }
 
 Schedule parse_schedule(std::string_view text, std::string_view key) {
   if (text == "1f1b") return Schedule::one_f_one_b;
   if (text == "gpipe") return Schedule::gpipe;
-  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe", key, text));
+  if (text == "interleaved") return Schedule::interleaved;
+  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved", key, text));
 }
 
-std::string_view recompute_name(Recompute r) { return r == Recompute::none ? "none" : "full"; }
-std::string_view schedule_name(Schedule s) { return s == Schedule::one_f_one_b ? "1f1b" : "gpipe"; }
+Attention parse_attention(std::string_view text, std::string_view key) {
+  if (text == "standard") return Attention::standard;
+  if (text == "flash") return Attention::flash;
+  throw InputError(fmt::format("{} = '{}': valid values are standard, flash", key, text));
+}
+
+std::string_view recompute_name(Recompute r) {
+  return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
+}
+std::string_view schedule_name(Schedule s) {
+  return s == Schedule::one_f_one_b ? "1f1b" : s == Schedule::gpipe ? "gpipe" : "interleaved";
+}
+std::string_view attention_name(Attention a) { return a == Attention::standard ? "standard" : "flash"; }
 
 std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key) {
   std::array<char, 3> order{};
@@ -72,6 +85,13 @@ int ParallelPlan::first_layer(int stage) const {
   return std::accumulate(stage_layers.begin(), stage_layers.begin() + stage, 0);
 }
 
+int ParallelPlan::chunk_layers(int stage) const { return stage_layers[stage] / virtual_stages; }
+
+int ParallelPlan::chunk_first_layer(int stage, int chunk) const {
+  if (virtual_stages == 1) return first_layer(stage);
+  return (chunk * pp + stage) * chunk_layers(stage);  // interleaving requires equal stages
+}
+
 void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   auto positive = [](int v, const char* key) {
     if (v < 1) throw InputError(fmt::format("{} = {}: must be >= 1", key, v));
@@ -110,8 +130,17 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (tokens * std::max(model.hidden, model.ffn_or_default()) > 9e18 || tokens > 2e9)
     throw InputError(fmt::format("training.micro_batch = {} x model.seq_len = {} tokens is too large to simulate",
                                  plan.micro_batch, model.seq_len));
-  if (plan.zero_stage != 0 && plan.zero_stage != 1)
-    throw InputError(fmt::format("parallel.zero_stage = {}: valid values are 0, 1", plan.zero_stage));
+  if (plan.zero_stage < 0 || plan.zero_stage > 3)
+    throw InputError(fmt::format("parallel.zero_stage = {}: valid values are 0, 1, 2, 3", plan.zero_stage));
+  if (!(plan.dp_bucket_bytes >= 1e3 && plan.dp_bucket_bytes <= 1e12))
+    throw InputError(fmt::format("parallel.dp_bucket_mb = {}: must be between 0.001 and 1e6 MB",
+                                 plan.dp_bucket_bytes / 1e6));
+  if (plan.sequence_parallel && plan.tp == 1)
+    throw InputError("parallel.sequence_parallel = true needs parallel.tp > 1 (it shards over the TP group)");
+  positive(plan.virtual_stages, "parallel.virtual_stages");
+  if (plan.schedule != Schedule::interleaved && plan.virtual_stages != 1)
+    throw InputError(fmt::format("parallel.virtual_stages = {}: only the interleaved schedule has virtual stages "
+                                 "(set parallel.schedule = interleaved, or virtual_stages = 1)", plan.virtual_stages));
   if (plan.stage_layers.empty()) {
     if (model.layers % plan.pp == 0) {
       plan.stage_layers.assign(plan.pp, model.layers / plan.pp);
@@ -137,6 +166,19 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   }
   if (sum != model.layers)
     throw InputError(fmt::format("parallel.stage_layers sums to {} layers but model.layers = {}", sum, model.layers));
+  if (plan.schedule == Schedule::interleaved) {
+    if (plan.pp < 2) throw InputError("parallel.schedule = interleaved needs parallel.pp >= 2");
+    for (int n : plan.stage_layers)
+      if (n != plan.stage_layers.front() || n % plan.virtual_stages != 0)
+        throw InputError(fmt::format(
+            "parallel.schedule = interleaved: every stage must hold the same number of layers, divisible by "
+            "parallel.virtual_stages = {} (model.layers = {} over parallel.pp = {})",
+            plan.virtual_stages, model.layers, plan.pp));
+    if (plan.micro_batches() % plan.pp != 0)
+      throw InputError(fmt::format(
+          "parallel.schedule = interleaved: the {} micro-batches per step must be a multiple of parallel.pp = {} "
+          "(as in Megatron-LM)", plan.micro_batches(), plan.pp));
+  }
 }
 
 }  // namespace dtsim

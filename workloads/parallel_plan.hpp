@@ -1,5 +1,6 @@
 // The parallel layout and training setup of a job: TP x PP x DP, micro-batches, pipeline stage
-// sizes, ZeRO stage, recomputation, precision, and the mapping of ranks onto GPUs.
+// sizes and schedule, sequence parallelism, ZeRO stage / FSDP, DP overlap, recomputation,
+// attention kernel, precision, and the mapping of ranks onto GPUs.
 #pragma once
 #include <array>
 #include <string>
@@ -10,13 +11,21 @@
 
 namespace dtsim {
 
-enum class Recompute { none, full };
-enum class Schedule { one_f_one_b, gpipe };
+// selective: the attention core (scores, softmax, dropout, context) is recomputed in the
+// backward pass instead of stored (Korthikanti et al. 2022); full: only each layer's input is kept.
+enum class Recompute { none, selective, full };
+// interleaved: Megatron's interleaved 1F1B with parallel.virtual_stages model chunks per stage.
+enum class Schedule { one_f_one_b, gpipe, interleaved };
+// standard: QK^T, softmax, dropout and the context GEMM as separate kernels (Megatron);
+// flash: one fused kernel that keeps no score-sized activations (FlashAttention).
+enum class Attention { standard, flash };
 
 Recompute parse_recompute(std::string_view text, std::string_view key);
 Schedule parse_schedule(std::string_view text, std::string_view key);
+Attention parse_attention(std::string_view text, std::string_view key);
 std::string_view recompute_name(Recompute r);
 std::string_view schedule_name(Schedule s);
+std::string_view attention_name(Attention a);
 
 struct RankCoords {
   int dp = 0, tp = 0, pp = 0;
@@ -26,9 +35,17 @@ struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1;
   int micro_batch = 1;               // sequences per micro-batch
   int global_batch = 1;              // sequences per step, = micro_batch x dp x micro-batches
-  int zero_stage = 0;                // 0 (plain DP all-reduce) or 1 (optimizer state sharded)
+  // 0: DP all-reduce; 1: optimizer state sharded (= Megatron's distributed optimizer);
+  // 2: gradients too; 3: parameters too (FSDP: gathered per layer on the timeline).
+  int zero_stage = 0;
   Recompute recompute = Recompute::none;
   Schedule schedule = Schedule::one_f_one_b;
+  int virtual_stages = 1;            // model chunks per pipeline stage (interleaved schedule)
+  bool sequence_parallel = false;    // Megatron SP: norms/dropout sharded, TP all-gather + reduce-scatter
+  bool dp_overlap = true;            // gradient reduction in buckets during the last backward pass
+  double dp_bucket_bytes = 25e6;     // gradient bytes per DP bucket (PyTorch DDP's 25 MB)
+  Attention attention = Attention::standard;
+  bool dropout = true;               // dropout on attention probabilities and layer outputs
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
   std::vector<int> stage_layers;     // transformer layers per pipeline stage (size pp)
   // Dimension order from innermost to outermost; default Megatron's tp, dp, pp.
@@ -39,6 +56,10 @@ struct ParallelPlan {
   RankCoords coords(int rank) const;
   int rank_of(RankCoords c) const;
   int first_layer(int stage) const;  // global index of the stage's first transformer layer
+  // Layers of model chunk `chunk` of `stage` as [first, first + count): with interleaving the
+  // chunks of all stages take turns (chunk c of stage s is the (c x pp + s)-th block of layers).
+  int chunk_first_layer(int stage, int chunk) const;
+  int chunk_layers(int stage) const;
 };
 
 // Parses "t,d,p"-style orders ("tp,dp,pp" innermost first); throws InputError naming the key.

@@ -24,10 +24,18 @@ enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activatio
 constexpr int kNumMemCategories = 5;
 
 enum class OpKind : std::int16_t {
-  embedding, embedding_norm, layernorm, qkv_proj, attn_scores, softmax_dropout, attn_context,
-  out_proj, dropout_residual, fc1, activation, fc2, final_norm, lm_head, loss,
-  tp_all_reduce, pp_send, pp_recv, dp_all_reduce, dp_reduce_scatter, dp_all_gather, optimizer_step,
-  embedding_all_reduce
+  embedding, embedding_norm, layernorm, qkv_proj, attn_scores, softmax, attn_dropout, attn_context,
+  flash_attention, out_proj, dropout_residual, fc1, activation, fc2, final_norm, lm_head, loss,
+  tp_all_reduce, tp_all_gather, tp_reduce_scatter, pp_send, pp_recv, dp_all_reduce, dp_reduce_scatter,
+  dp_all_gather, param_all_gather, optimizer_step, embedding_all_reduce
+};
+constexpr int kNumOpKinds = static_cast<int>(OpKind::embedding_all_reduce) + 1;
+
+// A memory change of an op, when it starts or when it ends (bytes; negative frees).
+struct MemChange {
+  MemCategory category = MemCategory::activations;
+  bool at_end = false;
+  double bytes = 0;
 };
 
 std::string_view op_kind_name(OpKind k);
@@ -50,9 +58,9 @@ struct StageProgram {
   std::vector<std::int32_t> gemm_m, gemm_n, gemm_k, gemm_batch;  // 0 for non-GEMM ops
   std::vector<CommKind> comm;
   std::vector<Group> group;
-  // Memory change when the op starts and when it ends (bytes, negative frees).
-  std::vector<MemCategory> mem_start_category, mem_end_category;
-  std::vector<double> mem_start_bytes, mem_end_bytes;
+  // Memory changes (CSR): op i changes mem_changes[mem_begin[i] .. mem_begin[i+1]).
+  std::vector<std::int32_t> mem_begin{0};
+  std::vector<MemChange> mem_changes;
   // Dependencies (CSR): op i waits for deps[dep_begin[i] .. dep_begin[i+1]).
   std::vector<std::int32_t> dep_begin{0};
   std::vector<std::int32_t> deps;

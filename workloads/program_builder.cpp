@@ -1,54 +1,57 @@
-// Decomposes a training step into ops per pipeline stage: each transformer layer into its
-// kernels (norms, projections, attention, MLP, dropout/residual) with FLOPs, HBM bytes and the
-// activations they keep (Korthikanti et al. 2022, Sec. 4), the Megatron TP all-reduces, the
-// pipeline sends/receives of the 1F1B or GPipe schedule, the DP gradient reduction and the
-// optimizer step. Memory: weights, gradients and optimizer state are static per stage (mixed
-// precision Adam: 2 + 2 + 12 bytes per parameter, ZeRO-1 shards the 12 over DP).
-#include <fmt/format.h>
-
+// Assembles the program of each pipeline stage: the passes of its schedule (pipeline_schedule),
+// each layer's kernels (layer_ops) with recomputation, the pipeline sends and receives, the
+// data-parallel gradient reduction (one collective after the backward pass, or buckets issued as
+// the last backward pass produces them; reduce-scatter + all-gather with a sharded optimizer),
+// FSDP parameter gathers per layer (ZeRO-3), the tied-embedding all-reduce and the optimizer step.
+// Memory: static weights, gradients and optimizer state (mixed-precision Adam: 2 + 2 + 12 bytes
+// per parameter, the ZeRO stage sharding them over DP), activations as ops keep and free them.
+#include <algorithm>
 #include <cassert>
 #include <initializer_list>
 
+#include "workloads/layer_ops.hpp"
+#include "workloads/pipeline_schedule.hpp"
 #include "workloads/program.hpp"
 
 namespace dtsim {
 namespace {
 
-struct OpSpec {
-  OpKind kind;
-  Stream stream = Stream::compute;
-  double flops = 0, bytes = 0;
-  int m = 0, n = 0, k = 0, batch = 0;
-  CommKind comm = CommKind::none;
-  Group group = Group::none;
-  double saved = 0;  // activation bytes kept for the backward pass (allocated at start)
+struct PendingChange {
+  int op;
+  MemChange change;
 };
 
 class StageBuilder {
  public:
   StageBuilder(const ModelShape& model, const ParallelPlan& plan, int stage)
-      : model_(model), plan_(plan), stage_(stage) {}
+      : model_(model), plan_(plan), stage_(stage), ops_(model, plan) {}
 
   StageProgram build() {
-    const int m = plan_.micro_batches();
-    const int warmup = plan_.schedule == Schedule::gpipe ? m : std::min(plan_.pp - stage_ - 1, m);
-    for (int i = 0; i < warmup; ++i) forward(i);
-    for (int i = 0; i < m - warmup; ++i) {
-      forward(warmup + i);
-      backward(i);
+    for (const PipelinePass& pass : pipeline_order(plan_, stage_)) {
+      if (pass.forward) forward(pass);
+      else backward(pass);
     }
-    for (int i = m - warmup; i < m; ++i) backward(i);
     optimizer();
     static_memory();
+    finish_memory();
     return std::move(p_);
   }
 
  private:
-  double tokens() const { return static_cast<double>(plan_.micro_batch) * model_.seq_len; }
   double e() const { return plan_.weight_bytes; }
   int t() const { return plan_.tp; }
-  bool first() const { return stage_ == 0; }
-  bool last() const { return stage_ == plan_.pp - 1; }
+  bool first_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
+  bool last_chunk(int chunk) const { return stage_ == plan_.pp - 1 && chunk == plan_.virtual_stages - 1; }
+  bool sharded_params() const { return plan_.zero_stage >= 3 && plan_.dp > 1; }
+  // Gradients are reduced as they are produced: in buckets during the last backward pass of each
+  // chunk, or during every backward pass when they are sharded (ZeRO-2/3).
+  bool reduce_in_pass(int micro_batch) const {
+    if (plan_.dp == 1) return false;
+    if (plan_.zero_stage >= 2) return true;
+    return plan_.dp_overlap && micro_batch == plan_.micro_batches() - 1;
+  }
+  double layer_param_bytes() const { return e() * model_.params_per_layer() / t(); }
+  double activation_bytes() const { return e() * ops_.tokens() * model_.hidden; }
 
   int add(const OpSpec& s, Phase phase, int layer, int mb, std::initializer_list<int> deps) {
     const int id = p_.size();
@@ -65,10 +68,7 @@ class StageBuilder {
     p_.gemm_batch.push_back(s.batch);
     p_.comm.push_back(s.comm);
     p_.group.push_back(s.group);
-    p_.mem_start_category.push_back(MemCategory::activations);
-    p_.mem_start_bytes.push_back(s.saved);
-    p_.mem_end_category.push_back(MemCategory::activations);
-    p_.mem_end_bytes.push_back(0);
+    if (s.saved != 0) on_start(id, MemCategory::activations, s.saved);
     for (int d : deps)
       if (d >= 0) p_.deps.push_back(d);
     p_.dep_begin.push_back(static_cast<int>(p_.deps.size()));
@@ -78,255 +78,225 @@ class StageBuilder {
       p_.stream_ops[static_cast<int>(s.stream)].push_back(id);
     return id;
   }
-  void free_at_end(int op, MemCategory c, double bytes) {
-    assert(p_.mem_end_bytes[op] == 0);
-    p_.mem_end_category[op] = c;
-    p_.mem_end_bytes[op] = -bytes;
-  }
+  void on_start(int op, MemCategory c, double bytes) { changes_.push_back({op, {c, false, bytes}}); }
+  void on_end(int op, MemCategory c, double bytes) { changes_.push_back({op, {c, true, bytes}}); }
 
-  // GEMM [m x k] x [k x n], `batch` times; bytes = inputs and output once.
-  OpSpec gemm(OpKind kind, double m, double n, double k, double batch = 1) const {
-    OpSpec s{kind};
-    s.m = static_cast<int>(m);
-    s.n = static_cast<int>(n);
-    s.k = static_cast<int>(k);
-    s.batch = static_cast<int>(batch);
-    s.flops = 2 * m * n * k * batch;
-    s.bytes = e() * (m * k + k * n + m * n) * batch;
-    return s;
-  }
-  OpSpec elementwise(OpKind kind, double bytes, double flops) const {
-    OpSpec s{kind};
-    s.bytes = bytes;
-    s.flops = flops;
-    return s;
-  }
-  OpSpec collective(OpKind kind, Stream stream, CommKind comm, Group group, double bytes) const {
-    OpSpec s{kind, stream};
-    s.comm = comm;
-    s.group = group;
-    s.bytes = bytes;
-    return s;
-  }
-  OpSpec tp_all_reduce(double bytes) const {
-    return collective(OpKind::tp_all_reduce, Stream::tp, CommKind::all_reduce, Group::tp, bytes);
-  }
-  OpSpec layernorm(OpKind kind) const {
-    return elementwise(kind, 2 * e() * tokens() * model_.hidden, 8 * tokens() * model_.hidden);
-  }
-
-  // The forward ops of one transformer layer, each with the activation bytes it keeps.
-  std::vector<OpSpec> layer_forward() const {
-    const double T = tokens(), h = model_.hidden, s = model_.seq_len, b = plan_.micro_batch;
-    const double heads = static_cast<double>(model_.heads) / t(), hd = model_.head_dim();
-    const double f = model_.ffn_or_default() / static_cast<double>(t());
-    const double up = model_.ffn == FfnKind::swiglu ? 2 * f : f;
-    const double qkv_n = (h + 2 * model_.kv_dim()) / t();
-    const double scores = b * heads * s * s;  // attention score elements per rank
-    std::vector<OpSpec> ops;
-    auto keep = [&](OpSpec op, double saved) { op.saved = saved; ops.push_back(op); };
-    keep(layernorm(OpKind::layernorm), e() * T * h);
-    keep(gemm(OpKind::qkv_proj, T, qkv_n, h), e() * T * h);
-    keep(gemm(OpKind::attn_scores, s, s, hd, b * heads), 2 * e() * T * h / t());
-    keep(elementwise(OpKind::softmax_dropout, (2 * e() + 1) * scores, 6 * scores), (e() + 1) * scores);
-    keep(gemm(OpKind::attn_context, s, hd, s, b * heads), e() * scores + e() * T * h / t());
-    keep(gemm(OpKind::out_proj, T, h, h / t()), e() * T * h / t());
-    if (t() > 1) ops.push_back(tp_all_reduce(e() * T * h));
-    keep(elementwise(OpKind::dropout_residual, (3 * e() + 1) * T * h, 2 * T * h), T * h);
-    keep(layernorm(OpKind::layernorm), e() * T * h);
-    keep(gemm(OpKind::fc1, T, up, h), e() * T * h);
-    keep(elementwise(OpKind::activation, e() * T * (up + f), 8 * T * f), e() * T * up);
-    keep(gemm(OpKind::fc2, T, h, f), e() * T * f);
-    if (t() > 1) ops.push_back(tp_all_reduce(e() * T * h));
-    keep(elementwise(OpKind::dropout_residual, (3 * e() + 1) * T * h, 2 * T * h), T * h);
-    return ops;
-  }
-
-  // Runs a list of ops in order: each waits for the one before it (so a compute op after a TP
-  // all-reduce waits for the all-reduce). Returns the last op. keep_saved = false drops the
-  // activation allocations (backward passes).
-  int chain(const std::vector<OpSpec>& ops, Phase phase, int layer, int mb, int prev, bool keep_saved) {
-    for (OpSpec op : ops) {
-      if (!keep_saved) op.saved = 0;
-      prev = add(op, phase, layer, mb, {prev});
+  // Runs ops in order, each after the one before (a compute op after a TP collective waits for
+  // it); the first also waits for `extra`. Returns the last op.
+  int chain(const std::vector<OpSpec>& ops, Phase phase, int layer, int mb, int prev, int extra = -1) {
+    for (const OpSpec& op : ops) {
+      prev = add(op, phase, layer, mb, {prev, extra});
+      extra = -1;
     }
     return prev;
   }
-
-  // Backward of a list of forward ops: reversed, GEMMs and elementwise ops twice the work,
-  // the TP all-reduce of each column-parallel input gradient after the GEMM that produces it.
-  std::vector<OpSpec> backward_of(const std::vector<OpSpec>& fwd) const {
-    std::vector<OpSpec> ops;
-    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
-      if (it->comm != CommKind::none) continue;
-      OpSpec op = *it;
-      op.saved = 0;
-      op.flops *= 2;
-      op.bytes *= 2;
-      ops.push_back(op);
-      const bool column_parallel_input = op.kind == OpKind::qkv_proj || op.kind == OpKind::fc1 ||
-                                         op.kind == OpKind::lm_head;
-      if (column_parallel_input && t() > 1) ops.push_back(tp_all_reduce(e() * tokens() * model_.hidden));
-    }
-    return ops;
+  static double kept(const std::vector<OpSpec>& ops) {
+    double sum = 0;
+    for (const OpSpec& op : ops) sum += op.saved;
+    return sum;
   }
 
-  std::vector<OpSpec> embedding_forward() const {
-    const double T = tokens(), h = model_.hidden;
-    std::vector<OpSpec> ops{elementwise(OpKind::embedding, 2 * e() * T * h, 0)};
-    if (t() > 1) ops.push_back(tp_all_reduce(e() * T * h));  // vocab-parallel embedding
-    if (model_.embedding_norm) {
-      OpSpec norm = layernorm(OpKind::embedding_norm);
-      norm.saved = e() * T * h;
-      ops.push_back(norm);
-    }
-    return ops;
+  OpSpec comm(OpKind kind, Stream stream, CommKind c, Group g, double bytes) const {
+    OpSpec s;
+    s.kind = kind;
+    s.stream = stream;
+    s.comm = c;
+    s.group = g;
+    s.bytes = bytes;
+    return s;
+  }
+  // FSDP: gather one layer's parameters on the DP stream; they stay until `release` ends.
+  int gather_layer(Phase phase, int layer, int mb, int after) {
+    const int op = add(comm(OpKind::param_all_gather, Stream::dp, CommKind::all_gather, Group::dp, layer_param_bytes()),
+                       phase, layer, mb, {after});
+    on_start(op, MemCategory::buffers, layer_param_bytes());
+    return op;
   }
 
-  std::vector<OpSpec> head_forward() const {
-    const double T = tokens(), h = model_.hidden, v = static_cast<double>(model_.vocab) / t();
-    std::vector<OpSpec> ops;
-    OpSpec norm = layernorm(OpKind::final_norm);
-    norm.saved = e() * T * h;
-    ops.push_back(norm);
-    OpSpec head = gemm(OpKind::lm_head, T, v, h);
-    head.saved = e() * T * h + 4 * T * v;  // input and fp32 logits for the cross-entropy
-    ops.push_back(head);
-    ops.push_back(elementwise(OpKind::loss, 3 * 4 * T * v, 5 * T * v));
-    if (t() > 1) ops.push_back(tp_all_reduce(3 * 4 * T));  // max, sum-exp, target logit
-    return ops;
+  int receive(Group from, Phase phase, int mb) {
+    const int r = add(comm(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, from, activation_bytes()), phase, -1, mb, {});
+    on_end(r, MemCategory::buffers, activation_bytes());
+    return r;
   }
 
-  void forward(int mb) {
-    const double msg = e() * tokens() * model_.hidden;
-    int prev = -1;
-    bool recv_pending = false;
-    if (!first()) {
-      prev = add(collective(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, Group::pp_prev, msg),
-                 Phase::forward, -1, mb, {});
-      p_.mem_end_category[prev] = MemCategory::buffers;
-      p_.mem_end_bytes[prev] = msg;
-      recv_pending = true;
-    } else {
-      prev = chain(embedding_forward(), Phase::forward, -1, mb, -1, true);
-    }
-    const int begin = plan_.first_layer(stage_);
-    const bool full = plan_.recompute == Recompute::full;
-    for (int l = begin; l < begin + plan_.stage_layers[stage_]; ++l) {
-      std::vector<OpSpec> ops = layer_forward();
-      if (full) {  // keep only the checkpoint: the layer input
-        for (OpSpec& op : ops) op.saved = 0;
-        ops.front().saved = e() * tokens() * model_.hidden;
-      }
+  void forward(const PipelinePass& pass) {
+    const int mb = pass.micro_batch;
+    int prev = -1, recv = -1;
+    if (first_chunk(pass.chunk)) prev = chain(ops_.embedding_forward(), Phase::forward, -1, mb, -1);
+    else prev = recv = receive(Group::pp_prev, Phase::forward, mb);
+    const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_);
+    int gathered = sharded_params() ? gather_layer(Phase::forward, begin, mb, -1) : -1;
+    for (int l = begin; l < begin + count; ++l) {
       const int first_op = p_.size();
-      prev = chain(ops, Phase::forward, l, mb, prev, true);
-      if (recv_pending) {
-        free_at_end(first_op, MemCategory::buffers, msg);
-        recv_pending = false;
+      const int before = prev;
+      prev = chain(ops_.layer_forward(), Phase::forward, l, mb, prev, gathered);
+      if (recv >= 0) {
+        on_end(first_op, MemCategory::buffers, -activation_bytes());
+        recv = -1;
+      }
+      if (sharded_params()) {
+        on_end(prev, MemCategory::buffers, -layer_param_bytes());
+        // Prefetch the next layer once the previous one is done: at most two layers gathered.
+        if (l + 1 < begin + count) gathered = gather_layer(Phase::forward, l + 1, mb, before);
       }
     }
-    if (last()) chain(head_forward(), Phase::forward, -1, mb, prev, true);
-    else add(collective(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_next, msg), Phase::forward, -1, mb, {prev});
+    if (last_chunk(pass.chunk)) chain(ops_.head_forward(), Phase::forward, -1, mb, prev);
+    else add(comm(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_next, activation_bytes()), Phase::forward, -1, mb, {prev});
   }
 
-  void backward(int mb) {
-    const double msg = e() * tokens() * model_.hidden;
-    int prev = last_compute();
-    bool recv_pending = false;
-    if (!last()) {
-      const int r = add(collective(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, Group::pp_next, msg),
-                        Phase::backward, -1, mb, {});
-      p_.mem_end_category[r] = MemCategory::buffers;
-      p_.mem_end_bytes[r] = msg;
-      prev = r;
-      recv_pending = true;
+  // The backward of one layer: recomputation (full: the whole forward first; selective: the
+  // attention core right before its backward), then the backward kernels. Frees what the
+  // forward and the recomputation kept. Returns the last op.
+  int layer_backward(int l, int mb, int prev, int gathered) {
+    const std::vector<OpSpec> fwd = ops_.layer_forward();
+    const std::vector<OpSpec> materialized = ops_.layer_forward(true);
+    const std::vector<OpSpec> bwd = ops_.backward_of(materialized);
+    double freed = kept(fwd);
+    if (plan_.recompute == Recompute::full) {
+      prev = chain(materialized, Phase::recompute, l, mb, prev, gathered);
+      freed += kept(materialized);
+      prev = chain(bwd, Phase::backward, l, mb, prev);
+    } else if (plan_.recompute == Recompute::selective && plan_.attention == Attention::standard) {
+      const std::vector<OpSpec> core = ops_.attention_core(materialized);
+      freed += kept(core);
+      const auto split = std::find_if(bwd.begin(), bwd.end(), [](const OpSpec& op) { return op.attention_core; });
+      prev = chain({bwd.begin(), split}, Phase::backward, l, mb, prev, gathered);
+      prev = chain(core, Phase::recompute, l, mb, prev);
+      prev = chain({split, bwd.end()}, Phase::backward, l, mb, prev);
     } else {
-      double kept = 0;
-      for (const OpSpec& op : head_forward()) kept += op.saved;
-      prev = chain(backward_of(head_forward()), Phase::backward, -1, mb, prev, false);
-      free_at_end(prev, MemCategory::activations, kept);
+      prev = chain(bwd, Phase::backward, l, mb, prev, gathered);
     }
-    const int begin = plan_.first_layer(stage_);
-    const bool full = plan_.recompute == Recompute::full;
-    for (int l = begin + plan_.stage_layers[stage_] - 1; l >= begin; --l) {
-      std::vector<OpSpec> fwd = layer_forward();
-      double kept = 0;
-      for (const OpSpec& op : fwd) kept += op.saved;
+    on_end(prev, MemCategory::activations, -freed);
+    return prev;
+  }
+
+  void backward(const PipelinePass& pass) {
+    const int mb = pass.micro_batch;
+    const bool reduce = reduce_in_pass(mb);
+    int prev = last_compute(), recv = -1;
+    if (last_chunk(pass.chunk)) {
+      const std::vector<OpSpec> head = ops_.head_forward();
+      prev = chain(ops_.backward_of(head), Phase::backward, -1, mb, prev);
+      on_end(prev, MemCategory::activations, -kept(head));
+      if (reduce) add_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), prev);
+    } else {
+      prev = recv = receive(Group::pp_next, Phase::backward, mb);
+    }
+    const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_);
+    int gathered = sharded_params() ? gather_layer(Phase::backward, begin + count - 1, mb, -1) : -1;
+    for (int l = begin + count - 1; l >= begin; --l) {
       const int first_op = p_.size();
-      if (full) prev = chain(fwd, Phase::recompute, l, mb, prev, true);
-      prev = chain(backward_of(fwd), Phase::backward, l, mb, prev, false);
-      free_at_end(prev, MemCategory::activations, kept + (full ? e() * tokens() * model_.hidden : 0));
-      if (recv_pending) {
-        free_at_end(first_op, MemCategory::buffers, msg);
-        recv_pending = false;
+      const int before = prev;
+      prev = layer_backward(l, mb, prev, gathered);
+      if (recv >= 0) {
+        on_end(first_op, MemCategory::buffers, -activation_bytes());
+        recv = -1;
       }
+      if (sharded_params()) {
+        on_end(prev, MemCategory::buffers, -layer_param_bytes());
+        if (l > begin) gathered = gather_layer(Phase::backward, l - 1, mb, before);
+      }
+      if (reduce) add_gradients(model_.params_per_layer(), prev);
     }
-    if (first()) {
-      double kept = 0;
-      for (const OpSpec& op : embedding_forward()) kept += op.saved;
-      prev = chain(backward_of(embedding_forward()), Phase::backward, -1, mb, prev, false);
-      if (kept > 0) free_at_end(prev, MemCategory::activations, kept);
+    if (first_chunk(pass.chunk)) {
+      const std::vector<OpSpec> emb = ops_.embedding_forward();
+      prev = chain(ops_.backward_of(emb), Phase::backward, -1, mb, prev);
+      if (kept(emb) > 0) on_end(prev, MemCategory::activations, -kept(emb));
+      if (reduce) add_gradients(model_.embedding_params(), prev);
     } else {
-      add(collective(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_prev, msg), Phase::backward, -1, mb, {prev});
+      add(comm(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_prev, activation_bytes()), Phase::backward, -1, mb, {prev});
     }
+    if (reduce) flush_bucket();
+  }
+
+  // Gradients of `params` (whole-model count, split over TP here) are ready after op `ready`.
+  // ZeRO-3 reduces each layer on its own (an FSDP unit); otherwise buckets fill to the size.
+  void add_gradients(double params, int ready) {
+    bucket_bytes_ += e() * params / t();
+    bucket_ready_ = ready;
+    if (sharded_params() || bucket_bytes_ >= plan_.dp_bucket_bytes) flush_bucket();
+  }
+  void flush_bucket() {
+    if (bucket_bytes_ == 0) return;
+    reduce_gradients(bucket_bytes_, bucket_ready_);
+    bucket_bytes_ = 0;
+  }
+  void reduce_gradients(double bytes, int after) {
+    if (plan_.zero_stage == 0)
+      add(comm(OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, Group::dp, bytes), Phase::backward, -1, -1, {after});
+    else
+      add(comm(OpKind::dp_reduce_scatter, Stream::dp, CommKind::reduce_scatter, Group::dp, bytes), Phase::backward, -1, -1, {after});
   }
 
   int last_compute() const {
     const auto& ops = p_.stream_ops[static_cast<int>(Stream::compute)];
     return ops.empty() ? -1 : ops.back();
   }
+  int last_dp() const {
+    const auto& ops = p_.stream_ops[static_cast<int>(Stream::dp)];
+    return ops.empty() ? -1 : ops.back();
+  }
 
+  // Tied embeddings over a pipeline: the last stage keeps its own copy of the word embedding.
+  double tied_copy_params() const {
+    return model_.tied_embeddings && plan_.pp > 1 ? static_cast<double>(model_.vocab) * model_.hidden : 0;
+  }
   double local_params() const {
-    const int n = plan_.stage_layers[stage_];
-    double params = n * model_.params_per_layer();
-    if (first()) params += model_.embedding_params();
-    if (last()) params += model_.head_params() + model_.final_norm_params();
-    // Tied embeddings: the last stage keeps its own copy of the word embedding for the LM head.
-    if (last() && model_.tied_embeddings && plan_.pp > 1) params += static_cast<double>(model_.vocab) * model_.hidden;
+    double params = plan_.stage_layers[stage_] * model_.params_per_layer();
+    if (stage_ == 0) params += model_.embedding_params();
+    if (stage_ == plan_.pp - 1) params += model_.head_params() + model_.final_norm_params() + tied_copy_params();
     return params / t();
   }
 
   void optimizer() {
     const double params = local_params();
-    const double grad_bytes = e() * params;
-    const int after_backward = last_compute();
-    const double sharded = plan_.zero_stage >= 1 ? params / plan_.dp : params;
-    int prev = after_backward;
+    int prev = last_compute();
+    // Gradients not reduced during the backward pass are reduced now, in one collective.
+    if (plan_.dp > 1 && !plan_.dp_overlap && plan_.zero_stage < 2) reduce_gradients(e() * params, prev);
     // Tied embeddings over a pipeline: the first and last stages sum their word-embedding
-    // gradients (Megatron's embedding group) before the DP reduction.
-    if (model_.tied_embeddings && plan_.pp > 1 && (first() || last()))
-      prev = add(collective(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
-                            e() * model_.vocab * model_.hidden / t()),
-                 Phase::optimizer, -1, -1, {prev});
-    if (plan_.dp > 1) {
-      if (plan_.zero_stage == 0) {
-        prev = add(collective(OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, Group::dp, grad_bytes),
-                   Phase::optimizer, -1, -1, {prev});
-      } else {
-        prev = add(collective(OpKind::dp_reduce_scatter, Stream::dp, CommKind::reduce_scatter, Group::dp, grad_bytes),
-                   Phase::optimizer, -1, -1, {prev});
-      }
-    }
+    // gradients (Megatron's embedding group).
+    if (model_.tied_embeddings && plan_.pp > 1 && (stage_ == 0 || stage_ == plan_.pp - 1))
+      add(comm(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
+               e() * model_.vocab * model_.hidden / t()),
+          Phase::optimizer, -1, -1, {prev});
     // Adam on fp32 master weights: read master, m, v (4 B each) and the gradient, write them and
     // the low-precision weight copy.
-    OpSpec step = elementwise(OpKind::optimizer_step, sharded * (3 * 4 * 2 + 2 * e()), 12 * sharded);
-    prev = add(step, Phase::optimizer, -1, -1, {prev});
-    if (plan_.dp > 1 && plan_.zero_stage >= 1)
-      add(collective(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params),
-          Phase::optimizer, -1, -1, {prev});
+    const double shard = plan_.zero_stage >= 1 ? params / plan_.dp : params;
+    OpSpec step;
+    step.kind = OpKind::optimizer_step;
+    step.bytes = shard * (3 * 4 * 2 + 2 * e());
+    step.flops = 12 * shard;
+    prev = add(step, Phase::optimizer, -1, -1, {prev, last_dp()});
+    if (plan_.dp > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
+      add(comm(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params), Phase::optimizer, -1, -1,
+          {prev});
   }
 
   void static_memory() {
-    const double params = local_params();
-    p_.static_bytes[static_cast<int>(MemCategory::weights)] = e() * params;
-    p_.static_bytes[static_cast<int>(MemCategory::gradients)] = e() * params;
-    p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = 12 * (plan_.zero_stage >= 1 ? params / plan_.dp : params);
+    const double params = local_params(), dp = plan_.dp;
+    p_.static_bytes[static_cast<int>(MemCategory::weights)] = e() * params / (plan_.zero_stage >= 3 ? dp : 1);
+    p_.static_bytes[static_cast<int>(MemCategory::gradients)] = e() * params / (plan_.zero_stage >= 2 ? dp : 1);
+    p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = 12 * params / (plan_.zero_stage >= 1 ? dp : 1);
+  }
+
+  void finish_memory() {
+    std::stable_sort(changes_.begin(), changes_.end(), [](const PendingChange& a, const PendingChange& b) { return a.op < b.op; });
+    p_.mem_begin.assign(p_.size() + 1, 0);
+    for (const PendingChange& c : changes_) {
+      ++p_.mem_begin[c.op + 1];
+      p_.mem_changes.push_back(c.change);
+    }
+    for (int i = 0; i < p_.size(); ++i) p_.mem_begin[i + 1] += p_.mem_begin[i];
   }
 
   const ModelShape& model_;
   const ParallelPlan& plan_;
   int stage_;
+  LayerOps ops_;
   StageProgram p_;
+  std::vector<PendingChange> changes_;
+  double bucket_bytes_ = 0;
+  int bucket_ready_ = -1;
 };
 
 }  // namespace

@@ -6,12 +6,12 @@
 namespace dtsim {
 
 std::string_view op_kind_name(OpKind k) {
-  static constexpr std::array<std::string_view, 23> names = {
-      "embedding", "embedding_norm", "layernorm", "qkv_proj", "attn_scores", "softmax_dropout",
-      "attn_context", "out_proj", "dropout_residual", "fc1", "activation", "fc2", "final_norm",
-      "lm_head", "loss", "tp_all_reduce", "pp_send", "pp_recv", "dp_all_reduce", "dp_reduce_scatter",
-      "dp_all_gather", "optimizer_step", "embedding_all_reduce"};
-  static_assert(names.size() == static_cast<std::size_t>(OpKind::embedding_all_reduce) + 1);
+  static constexpr std::array<std::string_view, kNumOpKinds> names = {
+      "embedding", "embedding_norm", "layernorm", "qkv_proj", "attn_scores", "softmax", "attn_dropout",
+      "attn_context", "flash_attention", "out_proj", "dropout_residual", "fc1", "activation", "fc2",
+      "final_norm", "lm_head", "loss", "tp_all_reduce", "tp_all_gather", "tp_reduce_scatter", "pp_send",
+      "pp_recv", "dp_all_reduce", "dp_reduce_scatter", "dp_all_gather", "param_all_gather", "optimizer_step",
+      "embedding_all_reduce"};
   return names[static_cast<std::size_t>(k)];
 }
 
@@ -34,7 +34,7 @@ std::string joined(std::string_view (*name)(Enum), int count) {
 }
 }  // namespace
 
-std::string op_kind_names() { return joined(op_kind_name, static_cast<int>(OpKind::embedding_all_reduce) + 1); }
+std::string op_kind_names() { return joined(op_kind_name, kNumOpKinds); }
 std::string stream_names() { return joined(stream_name, kNumStreams); }
 std::string phase_names() { return joined(phase_name, 4); }
 

@@ -1,0 +1,195 @@
+// Kernel-level decomposition of a decoder layer as Megatron-LM runs it: fused layer norm, QKV
+// GEMM, QK^T batched GEMM, fused scale-mask-softmax, attention dropout (a separate kernel), the
+// context GEMM, output projection, fused bias-dropout-add, and the MLP with fused bias-GeLU (or
+// SwiGLU). Element counts are per TP rank; e is bytes per element of the training precision.
+#include "workloads/layer_ops.hpp"
+
+#include <algorithm>
+
+namespace dtsim {
+
+OpSpec LayerOps::gemm(OpKind kind, double m, double n, double k, double batch) const {
+  OpSpec s;
+  s.kind = kind;
+  s.m = static_cast<int>(m);
+  s.n = static_cast<int>(n);
+  s.k = static_cast<int>(k);
+  s.batch = static_cast<int>(batch);
+  s.flops = 2 * m * n * k * batch;
+  s.bytes = e() * (m * k + k * n + m * n) * batch;
+  s.backward_bytes = 2 * s.bytes;
+  return s;
+}
+
+OpSpec LayerOps::elementwise(OpKind kind, double bytes, double backward_bytes, double flops) const {
+  OpSpec s;
+  s.kind = kind;
+  s.bytes = bytes;
+  s.backward_bytes = backward_bytes;
+  s.flops = flops;
+  return s;
+}
+
+OpSpec LayerOps::tp_collective(OpKind kind, CommKind comm, double bytes) const {
+  OpSpec s;
+  s.kind = kind;
+  s.stream = Stream::tp;
+  s.comm = comm;
+  s.group = Group::tp;
+  s.bytes = bytes;
+  return s;
+}
+
+// Fused layer norm on the (sequence-parallel) tokens: reads x, writes y; backward reads x and
+// dy, writes dx. Keeps its input.
+OpSpec LayerOps::layernorm(OpKind kind) const {
+  const double elems = sharded_tokens() * model_.hidden;
+  OpSpec s = elementwise(kind, 2 * e() * elems, 3 * e() * elems, 8 * elems);
+  s.saved = e() * elems;
+  return s;
+}
+
+void LayerOps::enter_tp_region(std::vector<OpSpec>& ops) const {
+  if (plan_.sequence_parallel)
+    ops.push_back(tp_collective(OpKind::tp_all_gather, CommKind::all_gather, e() * tokens() * model_.hidden));
+}
+
+void LayerOps::leave_tp_region(std::vector<OpSpec>& ops) const {
+  const double bytes = e() * tokens() * model_.hidden;
+  if (plan_.sequence_parallel) ops.push_back(tp_collective(OpKind::tp_reduce_scatter, CommKind::reduce_scatter, bytes));
+  else if (t() > 1) ops.push_back(tp_collective(OpKind::tp_all_reduce, CommKind::all_reduce, bytes));
+}
+
+double LayerOps::checkpoint_bytes() const { return e() * sharded_tokens() * model_.hidden; }
+
+std::vector<OpSpec> LayerOps::layer_forward(bool materialized) const {
+  const Recompute recompute = materialized ? Recompute::none : plan_.recompute;
+  const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, s = model_.seq_len, b = plan_.micro_batch;
+  const double d = model_.head_dim();
+  const double heads = static_cast<double>(model_.heads) / t();
+  const double kv_heads = std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / t());
+  const double q_n = heads * d, kv_n = kv_heads * d;
+  const double f = model_.ffn_or_default() / static_cast<double>(t());
+  const double up = model_.ffn == FfnKind::swiglu ? 2 * f : f;
+  const double scores = b * heads * s * s;  // attention score elements on this rank
+  const double mask = plan_.dropout ? 1 : 0;  // dropout mask bytes per element
+  std::vector<OpSpec> ops;
+  auto keep = [&](OpSpec op, double saved) {
+    op.saved = saved;
+    ops.push_back(op);
+  };
+  auto core = [&](OpSpec op, double saved) {
+    op.attention_core = true;
+    keep(op, recompute == Recompute::selective ? 0 : saved);
+  };
+
+  ops.push_back(layernorm(OpKind::layernorm));
+  enter_tp_region(ops);
+  OpSpec qkv = gemm(OpKind::qkv_proj, T, q_n + 2 * kv_n, h);
+  qkv.column_parallel = true;
+  keep(qkv, e() * Ts * h);  // with SP the sharded input is kept and gathered again for backward
+  if (plan_.attention == Attention::flash) {
+    OpSpec fa = gemm(OpKind::flash_attention, s, s, d, b * heads);
+    fa.flops = 4 * b * heads * s * s * d;
+    fa.bytes = e() * T * (2 * q_n + 2 * kv_n);
+    fa.backward_bytes = 2.5 * fa.bytes;
+    keep(fa, e() * T * (q_n + 2 * kv_n) + 4 * b * heads * s);  // Q, K, V and the log-sum-exp
+  } else {
+    keep(gemm(OpKind::attn_scores, s, s, d, b * heads), e() * T * (q_n + kv_n));  // Q and K
+    core(elementwise(OpKind::softmax, 2 * e() * scores, 3 * e() * scores, 5 * scores), e() * scores);
+    if (plan_.dropout)
+      core(elementwise(OpKind::attn_dropout, (2 * e() + 1) * scores, (2 * e() + 1) * scores, 2 * scores), scores);
+    OpSpec context = gemm(OpKind::attn_context, s, d, s, b * heads);
+    context.attention_core = true;
+    keep(context, (recompute == Recompute::selective ? 0 : e() * scores) + e() * T * kv_n);  // probs, V
+  }
+  keep(gemm(OpKind::out_proj, T, h, q_n), e() * T * q_n);
+  if (!model_.parallel_block) {
+    leave_tp_region(ops);
+    keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
+         mask * Ts * h);
+  }
+  // Parallel attention + MLP (GPT-J/NeoX): the MLP reads the same layer input; one reduction.
+  OpSpec norm2 = layernorm(OpKind::layernorm);
+  if (model_.parallel_block) norm2.saved = 0;  // its input is the layer input, already kept
+  ops.push_back(norm2);
+  enter_tp_region(ops);
+  OpSpec fc1 = gemm(OpKind::fc1, T, up, h);
+  fc1.column_parallel = true;
+  keep(fc1, e() * Ts * h);
+  if (model_.ffn == FfnKind::swiglu)
+    keep(elementwise(OpKind::activation, 3 * e() * T * f, 5 * e() * T * f, 6 * T * f), e() * T * up);
+  else
+    keep(elementwise(OpKind::activation, 2 * e() * T * f, 3 * e() * T * f, 8 * T * f), e() * T * up);
+  keep(gemm(OpKind::fc2, T, h, f), e() * T * f);
+  leave_tp_region(ops);
+  keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
+       mask * Ts * h);
+
+  if (recompute == Recompute::full) {
+    for (OpSpec& op : ops) op.saved = 0;
+    ops.front().saved = checkpoint_bytes();
+  }
+  return ops;
+}
+
+std::vector<OpSpec> LayerOps::attention_core(const std::vector<OpSpec>& layer) const {
+  std::vector<OpSpec> out;
+  for (const OpSpec& op : layer)
+    if (op.attention_core) out.push_back(op);
+  return out;
+}
+
+std::vector<OpSpec> LayerOps::embedding_forward() const {
+  const double T = tokens(), h = model_.hidden;
+  // Gather the token rows (plus positions) and write the hidden states; backward scatters the
+  // gradient into the table.
+  std::vector<OpSpec> ops{elementwise(OpKind::embedding, 2 * e() * T * h, 2 * e() * T * h, 0)};
+  leave_tp_region(ops);  // vocab-parallel embedding: partial rows are summed over TP
+  if (model_.embedding_norm) ops.push_back(layernorm(OpKind::embedding_norm));
+  return ops;
+}
+
+std::vector<OpSpec> LayerOps::head_forward() const {
+  const double T = tokens(), h = model_.hidden, v = static_cast<double>(model_.vocab) / t();
+  std::vector<OpSpec> ops{layernorm(OpKind::final_norm)};
+  enter_tp_region(ops);
+  OpSpec head = gemm(OpKind::lm_head, T, v, h);
+  head.column_parallel = true;
+  head.saved = e() * sharded_tokens() * h + 4 * T * v;  // input and the fp32 softmax of the logits
+  ops.push_back(head);
+  // Vocab-parallel cross-entropy in fp32: max, exp, sum, log passes over the logits.
+  ops.push_back(elementwise(OpKind::loss, 3 * 4 * T * v, 2 * 4 * T * v, 5 * T * v));
+  if (t() > 1) ops.push_back(tp_collective(OpKind::tp_all_reduce, CommKind::all_reduce, 3 * 4 * T));
+  return ops;
+}
+
+std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) const {
+  const double bytes = e() * tokens() * model_.hidden;
+  std::vector<OpSpec> ops;
+  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    if (it->comm != CommKind::none) {
+      // SP: an all-gather's conjugate is a reduce-scatter and vice versa; an all-reduce leaving a
+      // row-parallel region is an identity backward (its input-side twin is emitted below).
+      if (it->kind == OpKind::tp_reduce_scatter)
+        ops.push_back(tp_collective(OpKind::tp_all_gather, CommKind::all_gather, bytes));
+      else if (it->kind == OpKind::tp_all_gather)
+        ops.push_back(tp_collective(OpKind::tp_reduce_scatter, CommKind::reduce_scatter, bytes));
+      continue;
+    }
+    OpSpec op = *it;
+    op.saved = 0;
+    op.flops *= 2;
+    op.bytes = it->backward_bytes;
+    // SP keeps the sharded input of a column-parallel GEMM and gathers it again for the weight
+    // gradient.
+    if (op.column_parallel && plan_.sequence_parallel)
+      ops.push_back(tp_collective(OpKind::tp_all_gather, CommKind::all_gather, bytes));
+    ops.push_back(op);
+    if (op.column_parallel && !plan_.sequence_parallel && t() > 1)
+      ops.push_back(tp_collective(OpKind::tp_all_reduce, CommKind::all_reduce, bytes));
+  }
+  return ops;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,54 @@
+// The kernels of a decoder layer, the embedding and the LM head on one TP rank, in forward order,
+// with FLOPs, HBM bytes, GEMM shapes and the activations each keeps (Korthikanti et al. 2022,
+// Sec. 4: s*b*h*(34 + 5*a*s/h) bytes per layer without parallelism or recomputation), and the
+// Megatron tensor-parallel collectives between them (all-reduce, or all-gather/reduce-scatter
+// with sequence parallelism). backward_of() turns a forward list into its backward list.
+#pragma once
+#include <vector>
+
+#include "workloads/model.hpp"
+#include "workloads/op_spec.hpp"
+#include "workloads/parallel_plan.hpp"
+
+namespace dtsim {
+
+class LayerOps {
+ public:
+  LayerOps(const ModelShape& model, const ParallelPlan& plan) : model_(model), plan_(plan) {}
+
+  // One transformer layer; with selective recomputation the attention core keeps nothing of
+  // its own, with full recomputation only the layer input is kept. materialized: what the layer
+  // keeps when it is (re)computed for its backward pass, as without recomputation.
+  std::vector<OpSpec> layer_forward(bool materialized = false) const;
+  std::vector<OpSpec> embedding_forward() const;
+  std::vector<OpSpec> head_forward() const;
+  // The ops that selective recomputation reruns before the backward pass of the layer, from the
+  // materialized layer (with what they keep).
+  std::vector<OpSpec> attention_core(const std::vector<OpSpec>& layer) const;
+  // Reversed, with backward kernels (GEMMs: input and weight gradients, twice the FLOPs) and the
+  // conjugate TP collectives.
+  std::vector<OpSpec> backward_of(const std::vector<OpSpec>& forward) const;
+
+  // Activation bytes a full-recompute checkpoint keeps: the layer input.
+  double checkpoint_bytes() const;
+  double tokens() const { return static_cast<double>(plan_.micro_batch) * model_.seq_len; }
+  // Tokens of the sequence-parallel region on one rank (all tokens without SP).
+  double sharded_tokens() const { return plan_.sequence_parallel ? tokens() / plan_.tp : tokens(); }
+
+ private:
+  double e() const { return plan_.weight_bytes; }
+  int t() const { return plan_.tp; }
+  OpSpec gemm(OpKind kind, double m, double n, double k, double batch = 1) const;
+  OpSpec elementwise(OpKind kind, double bytes, double backward_bytes, double flops) const;
+  OpSpec tp_collective(OpKind kind, CommKind comm, double bytes) const;
+  OpSpec layernorm(OpKind kind) const;
+  // The collective entering a column-parallel region (SP all-gather) or leaving a row-parallel
+  // one (all-reduce, or SP reduce-scatter); none when tp = 1.
+  void enter_tp_region(std::vector<OpSpec>& ops) const;
+  void leave_tp_region(std::vector<OpSpec>& ops) const;
+
+  const ModelShape& model_;
+  const ParallelPlan& plan_;
+};
+
+}  // namespace dtsim

@@ -1,0 +1,20 @@
+// The order in which one pipeline stage runs the forward and backward passes of its
+// micro-batches (and model chunks): GPipe, 1F1B, and Megatron-LM's interleaved 1F1B.
+#pragma once
+#include <vector>
+
+#include "workloads/parallel_plan.hpp"
+
+namespace dtsim {
+
+struct PipelinePass {
+  bool forward = true;
+  int micro_batch = 0;
+  int chunk = 0;  // model chunk of the stage (0 unless interleaved)
+};
+
+// Every pass of `stage` in execution order: micro_batches() x virtual_stages forward passes and as
+// many backward passes. plan must have passed validate_plan.
+std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage);
+
+}  // namespace dtsim
