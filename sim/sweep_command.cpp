@@ -33,10 +33,20 @@ void report(const SweepTable& table, const std::string& output, const std::strin
                            counts[1], counts[2], note);
 }
 
+// Refuses an output whose folder does not exist before any point runs, not after.
+void check_folder(const std::string& option, const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder))
+    throw InputError(fmt::format("{} {}: the folder '{}' does not exist", option, path, folder.string()));
+}
+
 }  // namespace
 
 int run_sweep(const SweepRequest& request) {
   const SweepPlan& plan = request.plan;
+  check_folder("--output", request.output);
+  check_folder("--csv", request.csv);
   SweepTable table;
   table.scenario = base_scenario_text(plan);
   table.definition = sweep_definition(plan.spec);

@@ -26,7 +26,7 @@ SweepTable merge_sweep_tables(const std::vector<std::string>& paths) {
   for (const PointResult& row : out.rows) record(row, paths.front());
   for (std::size_t i = 1; i < paths.size(); ++i) {
     SweepTable part = read_sweep_table(paths[i]);
-    const char* differs = part.scenario != out.scenario ? "scenario"
+    const char* differs = part.scenario != out.scenario ? "scenarios"
                           : part.axes != out.axes       ? "axes"
                           : part.definition != out.definition || part.total_points != out.total_points
                               ? "axis values"

@@ -173,7 +173,7 @@ TEST_CASE("merge refuses parts of other sweeps and overlapping or missing points
   CHECK_THAT(o.err, Catch::Contains("parts of different sweeps (their axis values differ)"));
   o = merge(file("a1.h5") + " " + file("other_fixed.h5"));
   CHECK(o.status == 2);
-  CHECK_THAT(o.err, Catch::Contains("(their scenario differ)"));
+  CHECK_THAT(o.err, Catch::Contains("(their scenarios differ)"));
   o = merge(file("a1.h5") + " " + file("a2.csv"));
   CHECK(o.status == 2);
   CHECK_THAT(o.err, Catch::Contains("a2.csv"));
@@ -202,7 +202,8 @@ TEST_CASE("a sweep keeps the traces of its points and refuses bad options", "[sw
            {kSweep + " --parallel.dp=2", "both a sweep axis and fixed by --parallel.dp"},
            {kSweep + " --shard 4/3", "--shard 4/3: K must be between 1 and 3"},
            {kSweep + " --jobs -1", "--jobs -1"},
-           {"sweep /no/such.ini --sweep parallel.dp=1,2", "/no/such.ini: cannot open"}}) {
+           {"sweep /no/such.ini --sweep parallel.dp=1,2", "/no/such.ini: cannot open"},
+           {kSweep + " --csv /no/such/dir/t.csv", "--csv /no/such/dir/t.csv: the folder '/no/such/dir' does not exist"}}) {
     o = run_dtsim(args + " --output " + file("never.h5"));
     INFO(args);
     CHECK(o.status == 2);
