@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "sim/base/error.hpp"
 #include "sim/hdf5_trace_sink.hpp"
 
@@ -20,26 +18,6 @@ herr_t collect_name(hid_t, const char* name, const H5A_info_t*, void* names) {
   return 0;
 }
 
-// A scalar string attribute, variable or fixed length.
-std::string read_string(hid_t attr, hid_t file_type, const std::string& path, const std::string& what) {
-  if (check(H5Tis_variable_str(file_type), path, what) > 0) {
-    Handle type = trace_h5::string_type();
-    char* text = nullptr;
-    check(H5Aread(attr, type.get(), &text), path, what);
-    std::string value = text != nullptr ? text : "";
-    Handle space(check(H5Aget_space(attr), path, what), H5Sclose);
-    H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &text);
-    return value;
-  }
-  const std::size_t size = H5Tget_size(file_type);
-  Handle type(check(H5Tcopy(H5T_C_S1), path, what), H5Tclose);
-  check(H5Tset_size(type.get(), size), path, what);
-  std::string value(size, '\0');
-  check(H5Aread(attr, type.get(), value.data()), path, what);
-  value.resize(strnlen(value.c_str(), size));
-  return value;
-}
-
 // Every string attribute of the root group, and format_version.
 void read_root_attrs(hid_t file, const std::string& path, TraceContents& out) {
   Handle root(check(H5Gopen2(file, "/", H5P_DEFAULT), path, "opening '/'"), H5Gclose);
@@ -51,7 +29,7 @@ void read_root_attrs(hid_t file, const std::string& path, TraceContents& out) {
     Handle attr(check(H5Aopen(root.get(), name.c_str(), H5P_DEFAULT), path, what), H5Aclose);
     Handle type(check(H5Aget_type(attr.get()), path, what), H5Tclose);
     if (H5Tget_class(type.get()) == H5T_STRING) {
-      out.string_attrs[name] = read_string(attr.get(), type.get(), path, what);
+      out.string_attrs[name] = trace_h5::read_string_attr(root.get(), name.c_str(), path);
     } else if (name == "format_version") {
       check(H5Aread(attr.get(), H5T_NATIVE_INT, &out.format_version), path, what);
     }

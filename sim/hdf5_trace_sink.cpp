@@ -1,5 +1,4 @@
-// Hdf5TraceSink and the shared layout pieces (see hdf5_trace_sink.hpp): row types, error
-// checking, table creation and block appends.
+// Hdf5TraceSink and the trace's row types (see hdf5_trace_sink.hpp).
 #include "sim/hdf5_trace_sink.hpp"
 
 #include <fmt/format.h>
@@ -18,28 +17,9 @@ namespace trace_h5 {
 
 namespace {
 
-herr_t keep_innermost(unsigned n, const H5E_error2_t* error, void* out) {
-  if (n == 0 && error->desc != nullptr) *static_cast<std::string*>(out) = error->desc;
-  return 0;
-}
-
 Handle compound(std::size_t size) { return Handle(H5Tcreate(H5T_COMPOUND, size), H5Tclose); }
 
 }  // namespace
-
-void fail(const std::string& path, const std::string& what) {
-  std::string detail;
-  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &detail);
-  throw InputError(fmt::format("trace file '{}': {} failed{}{}", path, what,
-                               detail.empty() ? "" : ": ", detail));
-}
-
-Handle string_type() {
-  Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(type.get(), H5T_VARIABLE);
-  H5Tset_cset(type.get(), H5T_CSET_UTF8);
-  return type;
-}
 
 #define DTSIM_FIELD(Row, field, h5type) H5Tinsert(type.get(), #field, offsetof(Row, field), h5type)
 
@@ -121,57 +101,11 @@ namespace {
 using trace_h5::check;
 using trace_h5::Handle;
 
-// An empty, extensible, chunked, shuffled and deflated 1-D table of `mem_type` rows, stored
-// with the packed copy of the type.
-Handle create_table(hid_t loc, const char* name, hid_t mem_type, hsize_t chunk_rows, const std::string& path) {
-  const std::string what = fmt::format("creating dataset '{}'", name);
-  hsize_t dims = 0, max_dims = H5S_UNLIMITED;
-  Handle space(check(H5Screate_simple(1, &dims, &max_dims), path, what), H5Sclose);
-  Handle dcpl(check(H5Pcreate(H5P_DATASET_CREATE), path, what), H5Pclose);
-  check(H5Pset_chunk(dcpl.get(), 1, &chunk_rows), path, what);
-  check(H5Pset_shuffle(dcpl.get()), path, what);
-  check(H5Pset_deflate(dcpl.get(), 1), path, what);
-  Handle file_type(check(H5Tcopy(mem_type), path, what), H5Tclose);
-  check(H5Tpack(file_type.get()), path, what);
-  return Handle(check(H5Dcreate2(loc, name, file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-                      path, what),
-                H5Dclose);
-}
-
-// Appends `count` rows at the end of table `dataset`.
-void append_rows(hid_t dataset, hid_t mem_type, const void* rows, hsize_t count, const std::string& path) {
-  if (count == 0) return;
-  const std::string what = "appending rows";
-  Handle old_space(check(H5Dget_space(dataset), path, what), H5Sclose);
-  hsize_t start = 0;
-  check(H5Sget_simple_extent_dims(old_space.get(), &start, nullptr), path, what);
-  const hsize_t total = start + count;
-  check(H5Dset_extent(dataset, &total), path, what);
-  Handle file_space(check(H5Dget_space(dataset), path, what), H5Sclose);
-  check(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), path, what);
-  Handle mem_space(check(H5Screate_simple(1, &count, nullptr), path, what), H5Sclose);
-  check(H5Dwrite(dataset, mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, rows), path, what);
-}
-
-// A whole table written at once (0 rows still creates the dataset).
-void write_table(hid_t loc, const char* name, hid_t mem_type, const void* rows, hsize_t count,
-                 const std::string& path) {
-  Handle dataset = create_table(loc, name, mem_type, 1024, path);
-  append_rows(dataset.get(), mem_type, rows, count, path);
-}
-
-void write_attr(hid_t loc, const char* name, hid_t type, const void* value, const std::string& path) {
-  const std::string what = fmt::format("writing attribute '{}'", name);
-  Handle space(check(H5Screate(H5S_SCALAR), path, what), H5Sclose);
-  Handle attr(check(H5Acreate2(loc, name, type, space.get(), H5P_DEFAULT, H5P_DEFAULT), path, what), H5Aclose);
-  check(H5Awrite(attr.get(), type, value), path, what);
-}
-
-void write_string_attr(hid_t loc, const char* name, const std::string& value, const std::string& path) {
-  Handle type = trace_h5::string_type();
-  const char* text = value.c_str();
-  write_attr(loc, name, type.get(), &text, path);
-}
+using trace_h5::append_rows;
+using trace_h5::create_table;
+using trace_h5::write_attr;
+using trace_h5::write_string_attr;
+using trace_h5::write_table;
 
 }  // namespace
 

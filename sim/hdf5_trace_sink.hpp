@@ -2,16 +2,13 @@
 // memory rows are buffered and appended in blocks to chunked, compressed, extensible datasets;
 // the file is built as <path>.tmp and renamed to <path> by finish(), so a visible trace is
 // always complete. Also holds the layout pieces shared with the reader (hdf5_trace_reader.hpp):
-// identifier ownership, error checking, the in-memory row types and the Summary attribute list.
+// the in-memory row types and the Summary attribute list (generic helpers: hdf5_util.hpp).
 #pragma once
-#include <hdf5.h>
-
 #include <cstdint>
 #include <string>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
+#include "sim/hdf5_util.hpp"
 #include "sim/trace_sink.hpp"
 
 namespace dtsim {
@@ -20,49 +17,6 @@ namespace trace_h5 {
 
 inline constexpr const char* kFormat = "dtsim-trace";
 inline constexpr int kFormatVersion = 2;
-
-// Owns one HDF5 identifier and closes it with the matching H5?close function.
-class Handle {
- public:
-  using Closer = herr_t (*)(hid_t);
-  Handle() = default;
-  Handle(hid_t id, Closer close) : id_(id), close_(close) {}
-  Handle(Handle&& other) noexcept : id_(std::exchange(other.id_, -1)), close_(other.close_) {}
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      reset();
-      id_ = std::exchange(other.id_, -1);
-      close_ = other.close_;
-    }
-    return *this;
-  }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-  ~Handle() { reset(); }
-
-  hid_t get() const { return id_; }
-  // Closes the identifier (if any); returns the close status.
-  herr_t reset() {
-    herr_t status = 0;
-    if (id_ >= 0) status = close_(id_);
-    id_ = -1;
-    return status;
-  }
-
- private:
-  hid_t id_ = -1;
-  Closer close_ = nullptr;
-};
-
-// Throws InputError naming the trace `path`, the failed step `what` and HDF5's innermost error.
-[[noreturn]] void fail(const std::string& path, const std::string& what);
-
-// Returns `value` (an HDF5 identifier, status or count) unless it is negative, a failure.
-template <class T>
-T check(T value, const std::string& path, const std::string& what) {
-  if (value < 0) fail(path, what);
-  return value;
-}
 
 // Rows of the string tables as HDF5 sees them (variable-length strings are char pointers).
 struct DeviceRow {
@@ -82,24 +36,11 @@ struct LinkRow {
 
 // In-memory compound types of the tables; files store the packed copies and HDF5 converts
 // between the two by field name.
-Handle string_type();  // variable-length UTF-8
 Handle event_type();
 Handle memory_type();
 Handle rank_type();
 Handle device_type();
 Handle link_type();
-
-// The HDF5 native type of a Summary field (bool is stored as uint8).
-template <class T>
-hid_t native_type() {
-  if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
-  else if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
-  else if constexpr (std::is_same_v<T, std::int64_t>) return H5T_NATIVE_INT64;
-  else {
-    static_assert(std::is_same_v<T, std::uint8_t>);
-    return H5T_NATIVE_UINT8;
-  }
-}
 
 // Calls f(name, field) for every Summary field; the names are the /summary attribute names.
 template <class S, class F>

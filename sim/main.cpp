@@ -1,5 +1,5 @@
-// The dtsim command line: `dtsim run`, `dtsim topology`, `dtsim collective`, `dtsim validate`,
-// `dtsim export`. Bad input prints one message and
+// The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
+// `export`. Bad input prints one message and
 // exits with status 2; nothing is written then.
 #include <fmt/format.h>
 
@@ -15,6 +15,7 @@
 #include "sim/collective_bench.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
+#include "sim/sweep_command.hpp"
 #include "sim/validate.hpp"
 #include "topologies/dot_io.hpp"
 
@@ -29,6 +30,10 @@ constexpr const char* kUsage =
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo ring] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
+    "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
+    "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR]\n"
+    "                   [--jobs N] [--shard K/N] [--quiet]\n"
+    "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
     "       dtsim --help | dtsim run --help\n";
 
@@ -208,6 +213,66 @@ int validate_command(int argc, char** argv) {
   return 0;
 }
 
+int sweep_command(int argc, char** argv) {
+  po::options_description own("dtsim sweep options");
+  own.add_options()("help,h", "print this help")(
+      "sweep", po::value<std::vector<std::string>>()->composing(), "an axis: KEY=V1,V2,... or KEY=START:STOP:STEP")(
+      "zip", "pair the axes (equal lengths) instead of their cartesian product")(
+      "output,o", po::value<std::string>()->default_value(""), "write the /sweep table to FILE.h5")(
+      "csv", po::value<std::string>()->default_value(""), "write the table as CSV")(
+      "traces", po::value<std::string>()->default_value(""), "keep each point's trace as DIR/point-NNNNNN.h5")(
+      "jobs,j", po::value<int>()->default_value(0), "points run at once; 0 = all cores")(
+      "shard", po::value<std::string>()->default_value("1/1"), "run only the K-th of N slices of the points")(
+      "quiet,q", "no progress on stderr");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  SweepRequest r;
+  r.plan.scenario_path = cmd.scenario;
+  std::vector<std::string> fixed_keys;
+  const po::options_description keys = scenario_options();
+  for (const auto& option : keys.options()) {
+    const std::string& key = option->long_name();
+    if (!cmd.vm[key].defaulted()) {
+      r.plan.fixed.emplace_back(key, cmd.vm[key].as<std::string>());
+      fixed_keys.push_back(key);
+    }
+  }
+  const auto axes = cmd.vm.count("sweep") ? cmd.vm["sweep"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  r.plan.spec = make_sweep_spec(cmd.scenario, read_sweep_section(cmd.scenario), axes, cmd.vm.count("zip") > 0, fixed_keys);
+  r.plan.traces_dir = cmd.vm["traces"].as<std::string>();
+  r.shard = parse_shard(cmd.vm["shard"].as<std::string>());
+  r.jobs = cmd.vm["jobs"].as<int>();
+  if (r.jobs < 0) throw InputError(fmt::format("--jobs {}: must be >= 1, or 0 for all cores", r.jobs));
+  r.output = cmd.vm["output"].as<std::string>();
+  r.csv = cmd.vm["csv"].as<std::string>();
+  r.quiet = cmd.vm.count("quiet") > 0;
+  return run_sweep(r);
+}
+
+int merge_command(int argc, char** argv) {
+  po::options_description own("dtsim merge options");
+  own.add_options()("help,h", "print this help")("files", po::value<std::vector<std::string>>(), "OUT.h5 PART.h5...")(
+      "csv", po::value<std::string>()->default_value(""), "also write the merged table as CSV");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(own).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("dtsim merge: {}", e.what()));
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << own << "\n";
+    return 0;
+  }
+  const auto files = vm.count("files") ? vm["files"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (files.size() < 2) throw InputError("dtsim merge: give the output file and the parts: dtsim merge OUT.h5 PART.h5...");
+  return run_merge(files.front(), vm["csv"].as<std::string>(), {files.begin() + 1, files.end()});
+}
+
 int export_command(int argc, char** argv) {
   po::options_description own("dtsim export options");
   own.add_options()("help,h", "print this help")("trace", po::value<std::string>(), "dtsim HDF5 trace")(
@@ -246,9 +311,11 @@ int main(int argc, char** argv) {
     if (sub == "topology") return topology_command(argc - 1, argv + 1);
     if (sub == "collective") return collective_command(argc - 1, argv + 1);
     if (sub == "validate") return validate_command(argc - 1, argv + 1);
+    if (sub == "sweep") return sweep_command(argc - 1, argv + 1);
+    if (sub == "merge") return merge_command(argc - 1, argv + 1);
     if (sub == "export") return export_command(argc - 1, argv + 1);
-    throw InputError(
-        fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate, export", sub));
+    throw InputError(fmt::format(
+        "unknown command '{}'; valid commands: run, topology, collective, validate, sweep, merge, export", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
     return 2;

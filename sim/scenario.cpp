@@ -1,4 +1,5 @@
-// Scenario keys, their defaults (the built-in BLOOM-176B scenario), parsing and checking.
+// Scenario keys, their defaults (the built-in BLOOM-176B scenario), parsing and checking, and
+// the reading of a file's [sweep] section (its axes are parsed by sim/sweep_axes).
 // Values are read as text and converted here, so every error names the key, the value and what
 // would be valid.
 #include "sim/scenario.hpp"
@@ -194,21 +195,70 @@ po::options_description scenario_options() {
   return desc;
 }
 
-Scenario load_scenario(const std::string& path, po::variables_map vm) {
+namespace {
+
+// Stores the file's keys into `vm` (values already there take precedence). The [sweep] section's
+// lines go to `sweep_lines` when it is given, and are refused otherwise.
+void store_file(const std::string& path, po::variables_map& vm, std::vector<SweepLine>* sweep_lines) {
+  if (path.empty()) return;
+  std::ifstream file(path);
+  if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
+  try {
+    const po::options_description keys = scenario_options();  // `parsed` refers to it
+    const po::parsed_options parsed = po::parse_config_file(file, keys, true);
+    for (const po::option& o : parsed.options) {
+      if (!o.unregistered) continue;
+      if (o.string_key.rfind("sweep.", 0) != 0)
+        throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", path,
+                                     o.string_key));
+      if (sweep_lines == nullptr)
+        throw InputError(fmt::format("{}: has a [sweep] section ({}): run it with 'dtsim sweep {}'; 'dtsim run' "
+                                     "simulates one point, given with --section.key=value",
+                                     path, o.string_key.substr(6), path));
+      sweep_lines->push_back({o.string_key.substr(6), o.value.empty() ? "" : o.value.front()});
+    }
+    po::store(parsed, vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+// Every key = value under its [section], in key order.
+std::string resolved_text(const po::variables_map& vm) {
+  std::string text, section;
+  for (const Key& k : kKeys) {
+    const std::string name = k.name;
+    const std::string sec = name.substr(0, name.find('.'));
+    if (sec != section) {
+      text += fmt::format("{}[{}]\n", section.empty() ? "" : "\n", sec);
+      section = sec;
+    }
+    text += fmt::format("{} = {}\n", name.substr(name.find('.') + 1), vm[k.name].as<std::string>());
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string resolved_scenario_text(const std::string& path, po::variables_map vm) {
+  std::vector<SweepLine> ignored;
+  store_file(path, vm, &ignored);
+  po::notify(vm);
+  return resolved_text(vm);
+}
+
+std::vector<SweepLine> read_sweep_section(const std::string& path) {
+  std::vector<SweepLine> lines;
+  po::variables_map vm;
+  store_file(path, vm, &lines);
+  return lines;
+}
+
+Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep) {
   Scenario sc;
   sc.source = path.empty() ? "built-in default" : path;
-  if (!path.empty()) {
-    std::ifstream file(path);
-    if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
-    try {
-      po::store(po::parse_config_file(file, scenario_options(), false), vm);
-    } catch (const po::unknown_option& e) {
-      throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", path,
-                                   e.get_option_name()));
-    } catch (const po::error& e) {
-      throw InputError(fmt::format("{}: {}", path, e.what()));
-    }
-  }
+  std::vector<SweepLine> ignored;
+  store_file(path, vm, sweep == SweepSection::accept ? &ignored : nullptr);
   po::notify(vm);
   const Values v(vm, sc.source);
   sc.model = read_model(v);
@@ -251,16 +301,7 @@ Scenario load_scenario(const std::string& path, po::variables_map vm) {
   sc.trace_path = v.text("output.trace");
   sc.trace_detail = parse_trace_detail(v.text("output.trace_detail"), sc.source);
 
-  std::string section;
-  for (const Key& k : kKeys) {
-    const std::string name = k.name;
-    const std::string sec = name.substr(0, name.find('.'));
-    if (sec != section) {
-      sc.resolved_text += fmt::format("{}[{}]\n", section.empty() ? "" : "\n", sec);
-      section = sec;
-    }
-    sc.resolved_text += fmt::format("{} = {}\n", name.substr(name.find('.') + 1), v.text(k.name));
-  }
+  sc.resolved_text = resolved_text(vm);
   return sc;
 }
 

@@ -18,7 +18,7 @@ TEST_CASE("parameter counts match the published totals", "[model]") {
                       {"gpt3-175b", 174.6e9, 0.005},   {"gpt-145.6b", 145.6e9, 0.005},
                       {"gpt-310.1b", 310.1e9, 0.005},  {"gpt-530b", 529.6e9, 0.005},
                       {"gpt-1t", 1008.0e9, 0.005},     {"gpt-neox-20b", 20.55e9, 0.01},
-                      {"llama2-7b", 6.74e9, 0.01}};
+                      {"llama2-7b", 6.74e9, 0.01},     {"llama2-70b", 68.98e9, 0.01}};
   for (const Row& r : rows) {
     INFO(r.name);
     CHECK(find_model(r.name).total_params() == Approx(r.published).epsilon(r.tolerance));

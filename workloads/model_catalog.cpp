@@ -58,6 +58,16 @@ std::vector<ModelShape> make_catalog() {
   llama7.tied_embeddings = false;
   llama7.bias = false;
   c.push_back(llama7);
+  // Meta Llama-2-70B (Touvron et al. 2023): 80 layers, hidden 8192, 64 heads with 8 key/value
+  // heads (GQA), SwiGLU 28672, vocab 32000, seq 4096, no biases, untied; 68.98B parameters.
+  ModelShape llama70 = llama7;
+  llama70.name = "llama2-70b";
+  llama70.layers = 80;
+  llama70.hidden = 8192;
+  llama70.heads = 64;
+  llama70.kv_heads = 8;
+  llama70.ffn_hidden = 28672;
+  c.push_back(llama70);
   // GPT-2 XL class 1.5B used for workstation runs (48 layers, 1600 hidden, 25 heads, vocab 50257,
   // seq 1024, learned positions); 1.56B parameters.
   c.push_back(gpt("gpt2-xl", 48, 1600, 25, 50257, 1024));

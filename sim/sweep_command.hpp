@@ -1,0 +1,28 @@
+// `dtsim sweep` and `dtsim merge` once their options are parsed: runs this process's points
+// (all, or one shard; across MPI ranks in -DDTSIM_MPI=ON builds started by mpirun), shows the
+// progress, and writes the sweep table.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "sim/sweep_axes.hpp"
+#include "sim/sweep_runner.hpp"
+
+namespace dtsim {
+
+struct SweepRequest {
+  SweepPlan plan;
+  Shard shard;
+  int jobs = 0;            // threads; 0 = all cores
+  std::string output;      // HDF5 table, "" = none
+  std::string csv;         // CSV table, "" = none; with neither, the CSV goes to stdout
+  bool quiet = false;      // no progress
+};
+
+// Returns the exit status; throws InputError on bad input (nothing is written then).
+int run_sweep(const SweepRequest& request);
+
+// Joins the shard files `parts` into `output` (and `csv` when set).
+int run_merge(const std::string& output, const std::string& csv, const std::vector<std::string>& parts);
+
+}  // namespace dtsim
