@@ -1,5 +1,5 @@
-// Sweeps of one ring collective over message sizes, through the same lowering to flows as the
-// engine uses.
+// Sweeps of one ring collective over message sizes, through the same rings, protocol choice and
+// lowering to flows as the engine uses.
 #include "sim/collective_bench.hpp"
 
 #include <fmt/format.h>
@@ -48,27 +48,30 @@ std::vector<double> parse_size_sweep(std::string_view text, std::string_view key
 }
 
 std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKind kind, int gpus,
-                                              const std::vector<double>& sizes) {
+                                              const std::vector<double>& sizes, std::optional<Protocol> protocol) {
   if (gpus < 2 || gpus > graph.num_gpus())
     throw InputError(fmt::format("--gpus {}: need 2 .. {} (the GPUs of the cluster)", gpus, graph.num_gpus()));
   const Router router(graph);
-  const CommModel comm(graph, router);
+  const CommModel comm(graph, router, protocol);
   std::vector<int> group(gpus);
   std::iota(group.begin(), group.end(), 0);
-  const PathParams ring = comm.ring(group);
+  const RingSet rings = comm.rings(group);
   std::vector<CollectivePoint> out;
   std::vector<HopFlow> hops;
   std::vector<FinishedTransfer> done;
   for (double bytes : sizes) {
-    const TimeNs tail = lower_ring(kind, bytes, group, ring.alpha_ns, hops);
+    const CollectiveCost cost = comm.cost(kind, bytes, rings);
+    lower_collective(kind, bytes, rings, cost, hops);
     Transfers net(graph, router);
-    net.start(0, hops, tail, 0);
+    net.start(0, hops, cost.tail_ns, 0);
     while (done.empty()) net.collect(std::max<TimeNs>(net.next_event(), 0), done);
     CollectivePoint p;
     p.bytes = bytes;
     p.time_s = ns_to_seconds(done.front().end_ns);
     p.algbw_GBps = bytes / p.time_s / kGB;
     p.busbw_GBps = p.algbw_GBps * CommModel::bytes_per_hop(kind, 1.0, gpus);
+    p.protocol = cost.protocol;
+    p.channels = static_cast<int>(rings.rings.size());
     out.push_back(p);
     done.clear();
   }

@@ -1,8 +1,13 @@
-// Ring collectives and sends over routes, limited by the slowest link.
+// Rings through the NICs, protocol latency and wire efficiency of NCCL-style collectives.
 #include "sim/comm_model.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cmath>
 #include <limits>
+
+#include "sim/base/error.hpp"
 
 namespace dtsim {
 
@@ -20,37 +25,103 @@ double achievable_fraction(LinkKind kind) {
     case LinkKind::upi: return 0.60;       // NCCL falls back to host-memory copies across sockets
     case LinkKind::infiniband:
     case LinkKind::omnipath:
-    case LinkKind::ethernet: return 0.90;  // ib_write_bw reaches 96.9 % (MLENG); NCCL keeps ~90 %
+    case LinkKind::ethernet: return 0.95;  // ib_write_bw 96.9 % (MLENG); 4x8 B200 over 8x400G EFA: 381.8 GB/s bus = 0.95 per NIC
   }
   return 1.0;
 }
 
+std::string_view protocol_name(Protocol p) {
+  return p == Protocol::ll ? "ll" : p == Protocol::ll128 ? "ll128" : "simple";
+}
+
+std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key) {
+  if (text == "auto") return std::nullopt;
+  if (text == "ll") return Protocol::ll;
+  if (text == "ll128") return Protocol::ll128;
+  if (text == "simple") return Protocol::simple;
+  throw InputError(fmt::format("{} = '{}': valid values are auto, ll, ll128, simple", key, text));
+}
+
 namespace {
+
+HopClass class_of(LinkKind k) {
+  switch (k) {
+    case LinkKind::infiniband:
+    case LinkKind::omnipath:
+    case LinkKind::ethernet: return HopClass::network;
+    case LinkKind::pcie3:
+    case LinkKind::pcie4:
+    case LinkKind::pcie5:
+    case LinkKind::pcie6:
+    case LinkKind::upi: return HopClass::pcie;
+    default: return HopClass::nvlink;
+  }
+}
+
 PathParams params_of(const ClusterGraph& graph, const RouteInfo& route) {
   PathParams p;
   p.bytes_per_s = std::numeric_limits<double>::infinity();
   for (int id : route.links) {
     const Link& l = graph.link(id);
     p.bytes_per_s = std::min(p.bytes_per_s, l.bytes_per_s * achievable_fraction(l.kind));
+    p.hop_class = std::max(p.hop_class, class_of(l.kind));
+    if (graph.device(graph.link_target(id)).kind == DeviceKind::cpu) p.hop_class = std::max(p.hop_class, HopClass::host);
   }
-  p.alpha_ns = route.latency_ns + CommModel::kStepLatencyNs;
+  p.latency_ns = route.latency_ns;
   return p;
 }
+
 }  // namespace
+
+CommModel::CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced)
+    : graph_(graph), router_(router), forced_(forced), nics_per_node_(graph.num_nodes(), 0) {
+  for (auto v : boost::make_iterator_range(boost::vertices(graph.graph()))) {
+    const Device& d = graph.device(v);
+    if (d.kind == DeviceKind::nic && d.node >= 0) ++nics_per_node_[d.node];
+  }
+}
 
 PathParams CommModel::path(int src_gpu, int dst_gpu) const {
   return params_of(graph_, router_.route(src_gpu, dst_gpu));
 }
 
-PathParams CommModel::ring(std::span<const int> gpus) const {
-  PathParams ring{std::numeric_limits<double>::infinity(), 0};
+RingSet CommModel::rings(std::span<const int> gpus) const {
+  RingSet set;
   const int n = static_cast<int>(gpus.size());
-  for (int i = 0; i < n && n > 1; ++i) {
-    const PathParams hop = path(gpus[i], gpus[(i + 1) % n]);
-    ring.bytes_per_s = std::min(ring.bytes_per_s, hop.bytes_per_s);
-    ring.alpha_ns = std::max(ring.alpha_ns, hop.alpha_ns);
+  // Members per node (contiguous runs) decide the channels: one ring per NIC a node's members
+  // can use, when the group crosses nodes.
+  std::vector<std::span<const int>> nodes;
+  for (int i = 0; i < n;) {
+    int j = i;
+    while (j < n && graph_.node_of_gpu(gpus[j]) == graph_.node_of_gpu(gpus[i])) ++j;
+    nodes.push_back(gpus.subspan(i, j - i));
+    i = j;
   }
-  return ring;
+  int channels = 1;
+  if (nodes.size() > 1) {
+    channels = std::numeric_limits<int>::max();
+    for (std::span<const int> members : nodes) {
+      const int nics = std::max(1, nics_per_node_[graph_.node_of_gpu(members.front())]);
+      channels = std::min({channels, nics, static_cast<int>(members.size())});
+    }
+  }
+  for (int c = 0; c < channels; ++c) {
+    std::vector<int> ring;
+    for (std::span<const int> members : nodes) {
+      const int m = static_cast<int>(members.size());
+      for (int i = 0; i < m; ++i) ring.push_back(members[(i + c) % m]);
+    }
+    set.rings.push_back(std::move(ring));
+  }
+  set.bytes_per_s = std::numeric_limits<double>::infinity();
+  for (const std::vector<int>& ring : set.rings)
+    for (int i = 0; i < n && n > 1; ++i) {
+      const PathParams hop = path(ring[i], ring[(i + 1) % n]);
+      set.bytes_per_s = std::min(set.bytes_per_s, hop.bytes_per_s);
+      set.latency_ns = std::max(set.latency_ns, hop.latency_ns);
+      set.hop_class = std::max(set.hop_class, hop.hop_class);
+    }
+  return set;
 }
 
 double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
@@ -70,9 +141,38 @@ int CommModel::steps(CommKind kind, int n) {
   return kind == CommKind::all_reduce ? 2 * (n - 1) : kind == CommKind::send ? 1 : n - 1;
 }
 
-TimeNs CommModel::collective_time(CommKind kind, double bytes, int n, PathParams p) {
-  if (n <= 1 && kind != CommKind::send) return 0;
-  return seconds_to_ns(bytes_per_hop(kind, bytes, n) / p.bytes_per_s) + steps(kind, n) * p.alpha_ns;
+CollectiveCost CommModel::cost_with(Protocol p, CommKind kind, double bytes, const RingSet& set) const {
+  const int n = set.members(), k = static_cast<int>(set.rings.size());
+  const int pi = static_cast<int>(p), ci = static_cast<int>(set.hop_class);
+  const int steps_n = steps(kind, n);
+  const double share = bytes / k;  // each ring's part of the message
+  double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[ci][pi] + set.latency_ns));
+  if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, share / n) / set.bytes_per_s;
+  CollectiveCost c;
+  c.protocol = p;
+  c.wire_factor = kWireFactor[pi];
+  if (set.hop_class == HopClass::host) {
+    c.wire_factor *= kHostStagingFactor;
+    if (kind == CommKind::all_reduce || kind == CommKind::reduce_scatter) c.wire_factor *= kHostReductionFactor;
+  }
+  c.tail_ns = seconds_to_ns(tail_s);
+  c.estimate_ns = seconds_to_ns(tail_s + bytes_per_hop(kind, share, n) / (set.bytes_per_s * c.wire_factor));
+  return c;
+}
+
+CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) const {
+  if (forced_) return cost_with(*forced_, kind, bytes, set);
+  CollectiveCost best = cost_with(Protocol::ll, kind, bytes, set);
+  for (Protocol p : {Protocol::ll128, Protocol::simple}) {
+    const CollectiveCost c = cost_with(p, kind, bytes, set);
+    if (c.estimate_ns < best.estimate_ns) best = c;
+  }
+  return best;
+}
+
+TimeNs CommModel::send_tail(const PathParams& p) const {
+  const int ci = static_cast<int>(p.hop_class), pi = static_cast<int>(Protocol::simple);
+  return kBaseNs[pi] + kHopNs[ci][pi] + p.latency_ns;
 }
 
 }  // namespace dtsim

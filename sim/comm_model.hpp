@@ -1,10 +1,24 @@
-// Communication model (first version): ring collectives and point-to-point sends over the
-// graph's routes. A ring's bandwidth is the slowest hop's bottleneck link times the achievable
-// fraction of that link kind; every algorithm step pays the hop latency plus a software step
-// latency. Ring all-reduce: 2(n-1)/n * S / B + 2(n-1) * alpha; reduce-scatter and all-gather:
-// (n-1)/n * S / B + (n-1) * alpha; send: S / B + alpha.
+// Communication model: NCCL-style ring collectives and point-to-point sends over the graph's
+// routes.
+//
+// A group's collective runs on one ring per channel: inside a node the ring visits the members
+// in order; a group that spans nodes gets one ring per NIC the members can use, each rotated so
+// that it leaves and enters every node through a different NIC (as NCCL's rings do on DGX-like
+// machines), and each carries its share of the bytes. Each hop's flow has the bytes that hop
+// moves over the whole algorithm (2(n-1)/n S for all-reduce, (n-1)/n S for reduce-scatter and
+// all-gather), divided by the protocol's wire efficiency; the flow network shares links.
+//
+// On top of the bandwidth term the protocol adds a latency tail: a launch/setup base, a per-step
+// hop latency (by the class of the slowest hop: NVLink, PCIe, network) and, for the Simple
+// protocol, the pipeline fill: every step must first fill one slice (NCCL's 4 MiB channel
+// buffer, or the message's per-rank share if smaller) before the next hop can drain it. The
+// protocol (LL, LL128, Simple) is the fastest by this estimate unless forced. The constants are
+// per link class and protocol, fitted on the 8 x A100 NVSwitch all-reduce sweep of
+// shared/validation/collectives.csv and checked on the other rows (tests/collectives_validation_test).
 #pragma once
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "sim/base/units.hpp"
@@ -18,33 +32,79 @@ namespace dtsim {
 // kind on shared/validation/collectives.csv (see comm_model.cpp), never per row.
 double achievable_fraction(LinkKind kind);
 
+enum class Protocol : std::uint8_t { ll, ll128, simple };
+// host: GPU-to-GPU through a CPU without peer-to-peer, staged in host memory (NCCL's SHM path).
+enum class HopClass : std::uint8_t { nvlink, pcie, host, network };
+std::string_view protocol_name(Protocol p);
+// "auto" gives nullopt (the model chooses); throws InputError naming the key otherwise.
+std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key);
+
 struct PathParams {
-  double bytes_per_s = 0;  // effective bandwidth
-  TimeNs alpha_ns = 0;     // per-step latency
+  double bytes_per_s = 0;  // effective bandwidth of the slowest link
+  TimeNs latency_ns = 0;   // route latency
+  HopClass hop_class = HopClass::nvlink;
+};
+
+// The rings of one group's collectives.
+struct RingSet {
+  std::vector<std::vector<int>> rings;  // each visits every member once
+  double bytes_per_s = 0;               // one ring alone: its slowest hop
+  TimeNs latency_ns = 0;                // largest route latency of a hop
+  HopClass hop_class = HopClass::nvlink;  // class of the slowest hop
+  int members() const { return rings.empty() ? 0 : static_cast<int>(rings.front().size()); }
+};
+
+struct CollectiveCost {
+  Protocol protocol = Protocol::simple;
+  TimeNs tail_ns = 0;        // latency added after the flows
+  double wire_factor = 1;    // payload fraction of the bytes on the wire
+  TimeNs estimate_ns = 0;    // uncontended time, tail included
 };
 
 class CommModel {
  public:
-  CommModel(const ClusterGraph& graph, const Router& router) : graph_(graph), router_(router) {}
-
-  // Ring over `gpus` in the given order (neighbour i -> i+1 mod n).
-  PathParams ring(std::span<const int> gpus) const;
+  CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced = std::nullopt);
+  // Rings over `gpus` (in the group's order; members of a node must be contiguous).
+  RingSet rings(std::span<const int> gpus) const;
   PathParams path(int src_gpu, int dst_gpu) const;
   const Router& router() const { return router_; }
-  static TimeNs collective_time(CommKind kind, double bytes, int n, PathParams p);
+  CollectiveCost cost(CommKind kind, double bytes, const RingSet& rings) const;
+  // Latency tail of a send of `bytes` on a path.
+  TimeNs send_tail(const PathParams& p) const;
+
   // Latency-bound steps of the ring algorithm: 2(n-1) for all-reduce, n-1 for reduce-scatter
   // and all-gather, 1 for a send.
   static int steps(CommKind kind, int n);
   // Bytes each ring hop carries for a collective of `bytes` over n ranks.
   static double bytes_per_hop(CommKind kind, double bytes, int n);
 
-  // NCCL per-step software latency (kernel-side synchronisation per ring step), of the order of
-  // the base latencies in NCCL's tuning model.
-  static constexpr TimeNs kStepLatencyNs = 2000;
+  // Launch and setup of a collective kernel, per protocol (LL, LL128, Simple).
+  static constexpr TimeNs kBaseNs[3] = {30000, 50000, 30000};
+  // Per-step hop latency beyond the route latency, per hop class (NVLink, PCIe, network) and
+  // protocol.
+  static constexpr TimeNs kHopNs[4][3] = {
+      {3400, 2400, 3400}, {4000, 3500, 5500}, {4000, 3500, 5500}, {5000, 8000, 14000}};
+  // Payload fraction on the wire: LL sends a flag with every 8 bytes, LL128 with every 128.
+  static constexpr double kWireFactor[3] = {0.5, 120.0 / 128.0, 1.0};
+  // Host staging (no P2P): each byte is copied into pinned host memory and out again, reaching
+  // this fraction of what the PCIe links carry directly (2 x RTX 2080 Ti without P2P: all-gather
+  // 7.69 GB/s on PCIe 3 x16 = 0.49 of the wire, against 0.80 for direct PCIe transfers), and a
+  // reduction reads the staged data with GPU loads from host memory, at half that again
+  // (all-reduce 4.0 GB/s on the same machine).
+  static constexpr double kHostStagingFactor = 0.49 / 0.80;
+  static constexpr double kHostReductionFactor = 0.5;
+  // Wire factor of a send on a path (host staging), 1 elsewhere.
+  static double send_wire_factor(const PathParams& p) { return p.hop_class == HopClass::host ? kHostStagingFactor : 1.0; }
+  // Simple protocol: the slice each ring step fills before the next hop drains it.
+  static constexpr double kSimpleSliceBytes = 4.0 * 1024 * 1024;
 
  private:
+  CollectiveCost cost_with(Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
+
   const ClusterGraph& graph_;
   const Router& router_;
+  std::optional<Protocol> forced_;
+  std::vector<int> nics_per_node_;
 };
 
 }  // namespace dtsim

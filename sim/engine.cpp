@@ -71,7 +71,7 @@ class Simulation {
     ranks_.resize(n);
     for (GroupState& g : groups_) {
       g.rendezvous.resize(n);
-      g.ring.resize(n);
+      g.rings.resize(n);
       g.members.resize(n);
     }
     for (const StageProgram& stage : program.stages) {
@@ -166,7 +166,7 @@ class Simulation {
 
   struct GroupState {
     std::vector<Rendezvous> rendezvous;      // indexed by group leader rank
-    std::vector<PathParams> ring;            // ring of the group, computed on first use
+    std::vector<RingSet> rings;              // rings of the group, computed on first use
     std::vector<std::vector<int>> members;
   };
   GroupState& state(Group g) { return groups_[g == Group::tp ? 0 : g == Group::dp ? 1 : 2]; }
@@ -242,8 +242,9 @@ class Simulation {
       schedule(rank, op, now, now + d);
     } else if (comm == CommKind::send) {
       const int dst = peer(rank, p.group[op]);
-      hops_.assign(1, HopFlow{rank, dst, p.bytes[op]});
-      start_transfer(now, comm_.path(rank, dst).alpha_ns, CommSlot{rank, op, p.group[op], p.stream[op]});
+      const PathParams path = comm_.path(rank, dst);
+      hops_.assign(1, HopFlow{rank, dst, p.bytes[op] / CommModel::send_wire_factor(path)});
+      start_transfer(now, comm_.send_tail(path), CommSlot{rank, op, p.group[op], p.stream[op]});
     } else {
       post_collective(rank, op, now);
     }
@@ -258,9 +259,11 @@ class Simulation {
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
     if (rv.arrived < static_cast<int>(group.size())) return;
-    std::vector<PathParams>& cache = state(g).ring;
-    if (cache[leader].bytes_per_s == 0) cache[leader] = comm_.ring(group);
-    const TimeNs tail = lower_ring(p.comm[op], p.bytes[op], group, cache[leader].alpha_ns, hops_);
+    RingSet& rings = state(g).rings[leader];
+    if (rings.rings.empty()) rings = comm_.rings(group);
+    const CollectiveCost cost = comm_.cost(p.comm[op], p.bytes[op], rings);
+    lower_collective(p.comm[op], p.bytes[op], rings, cost, hops_);
+    const TimeNs tail = cost.tail_ns;
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
     start_transfer(latest, tail, CommSlot{leader, op, g, p.stream[op]});
@@ -384,8 +387,10 @@ class Simulation {
 
 }  // namespace
 
-Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision)
-    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_), compute_(gpu, precision) {}
+Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
+               std::optional<Protocol> protocol)
+    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol),
+      compute_(gpu, precision) {}
 
 EngineResult Engine::run(TraceSink* sink, TraceDetail detail) {
   return Simulation(program_, graph_, gpu_, comm_, compute_, sink, detail).run();

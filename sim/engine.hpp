@@ -26,7 +26,9 @@ struct EngineResult {
 
 class Engine {
  public:
-  Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision);
+  // protocol: force one NCCL protocol for every collective (nullopt: the model chooses).
+  Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
+         std::optional<Protocol> protocol = std::nullopt);
   // Runs one step; streams events and memory records of traced ranks to `sink` (may be null).
   EngineResult run(TraceSink* sink, TraceDetail detail);
 

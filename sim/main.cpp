@@ -142,20 +142,24 @@ int collective_command(int argc, char** argv) {
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const ClusterGraph graph = make_cluster(sc);
   const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
-  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes);
+  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes, sc.protocol);
   const std::string op = cmd.vm["op"].as<std::string>();
   if (cmd.vm.count("json")) {
     std::string rows;
     for (const CollectivePoint& p : points)
-      rows += fmt::format("{}{{\"bytes\": {:.0f}, \"time_us\": {:.9g}, \"algbw_GBps\": {:.9g}, \"busbw_GBps\": {:.9g}}}",
-                          rows.empty() ? "" : ", ", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps);
+      rows += fmt::format("{}{{\"bytes\": {:.0f}, \"time_us\": {:.9g}, \"algbw_GBps\": {:.9g}, \"busbw_GBps\": {:.9g}, "
+                          "\"protocol\": \"{}\", \"channels\": {}}}",
+                          rows.empty() ? "" : ", ", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps,
+                          protocol_name(p.protocol), p.channels);
     std::cout << fmt::format("{{\"op\": \"{}\", \"algo\": \"{}\", \"gpus\": {}, \"points\": [{}]}}\n", op, algo, gpus, rows);
     return 0;
   }
   std::cout << fmt::format("# {} ({}) over {} GPUs of {}\n", op, algo, gpus, sc.source);
-  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12}\n", "size (B)", "time (us)", "algbw (GB/s)", "busbw (GB/s)");
+  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
+                           "busbw (GB/s)", "protocol", "channels");
   for (const CollectivePoint& p : points)
-    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f}\n", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps);
+    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f} {:>9} {:>8}\n", p.bytes, p.time_s * 1e6,
+                             p.algbw_GBps, p.busbw_GBps, protocol_name(p.protocol), p.channels);
   return 0;
 }
 

@@ -64,7 +64,7 @@ constexpr Key kKeys[] = {
     {"cluster.gpus_per_node", "8", "GPUs per node"},
     {"cluster.node_kind", "nvswitch", "nvswitch | pcie | nvlink_pairs"},
     {"cluster.nvlink_GBps", "0", "NVLink GB/s per GPU per direction; 0 = from the GPU catalog"},
-    {"cluster.pcie_gen", "4", "PCIe generation 3..6 (x16 links)"},
+    {"cluster.pcie_gen", "4", "pcie boxes: PCIe generation 3..6 of the x16 links (NVSwitch nodes use the GPU's own)"},
     {"cluster.gpus_per_pcie_switch", "2", "pcie boxes: GPUs under one PCIe switch"},
     {"cluster.cpu_sockets", "1", "pcie boxes: CPU sockets, 1 or 2"},
     {"cluster.p2p", "true", "pcie boxes: true = GPU peer-to-peer through the switch"},
@@ -72,6 +72,7 @@ constexpr Key kKeys[] = {
     {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
     {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
     {"cluster.oversubscription", "1", "fat-tree leaf-to-spine oversubscription ratio, >= 1"},
+    {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | all"},
@@ -297,6 +298,7 @@ Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSecti
   c.nic_gbps = v.real("cluster.nic_gbps", 1e-9);
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
   c.oversubscription = v.real("cluster.oversubscription", 1);
+  sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
   sc.topology_file = v.text("cluster.topology_file");
   sc.trace_path = v.text("output.trace");
   sc.trace_detail = parse_trace_detail(v.text("output.trace_detail"), sc.source);

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/comm_model.hpp"
 #include "sim/engine.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/gpu_catalog.hpp"
@@ -23,6 +24,7 @@ struct Scenario {
   ClusterConfig cluster;
   std::string topology_file;     // a DOT file replacing the built cluster, "" for none
   Precision precision = Precision::bf16;
+  std::optional<Protocol> protocol;  // forced NCCL protocol; nullopt = chosen per collective
   std::string trace_path;        // "" = no trace
   TraceDetail trace_detail = TraceDetail::stages;
   std::string resolved_text;     // every key = value, as run

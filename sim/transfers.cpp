@@ -16,13 +16,14 @@ std::vector<double> effective_capacities(const ClusterGraph& graph) {
 }
 }  // namespace
 
-TimeNs lower_ring(CommKind kind, double bytes, std::span<const int> gpus, TimeNs alpha_ns,
-                  std::vector<HopFlow>& hops) {
-  const int n = static_cast<int>(gpus.size());
-  const double hop_bytes = CommModel::bytes_per_hop(kind, bytes, n);
+void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
+                      std::vector<HopFlow>& hops) {
+  const int n = rings.members();
+  const double hop_bytes =
+      CommModel::bytes_per_hop(kind, bytes / static_cast<double>(rings.rings.size()), n) / cost.wire_factor;
   hops.clear();
-  for (int i = 0; i < n; ++i) hops.push_back(HopFlow{gpus[i], gpus[(i + 1) % n], hop_bytes});
-  return CommModel::steps(kind, n) * alpha_ns;
+  for (const std::vector<int>& ring : rings.rings)
+    for (int i = 0; i < n; ++i) hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes});
 }
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)

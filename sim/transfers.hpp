@@ -1,6 +1,6 @@
 // Transfers: sends and collectives lowered to flows on the flow network. A send is one flow on
-// its route; a ring collective is one flow per ring hop, each carrying the bytes that hop moves
-// over the whole algorithm. A transfer ends when its last flow ends plus its latency tail (the
+// its route; a ring collective is one flow per hop of each of its rings, each carrying the bytes
+// that hop moves over the whole algorithm. A transfer ends when its last flow ends plus its latency tail (the
 // per-step latencies of the algorithm). Concurrent transfers that cross a link share it.
 //
 // Thread safety: used by one thread (the engine's).
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/base/units.hpp"
+#include "sim/comm_model.hpp"
 #include "sim/flow_network.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "topologies/routing.hpp"
@@ -28,10 +29,10 @@ struct FinishedTransfer {
   TimeNs end_ns;    // last flow end + latency tail
 };
 
-// Lowers a ring collective over `gpus` (ring order) to one flow per hop into `hops`; returns its
-// latency tail: the algorithm's steps times the per-step latency `alpha_ns`.
-TimeNs lower_ring(CommKind kind, double bytes, std::span<const int> gpus, TimeNs alpha_ns,
-                  std::vector<HopFlow>& hops);
+// Lowers a collective on `rings` to one flow per ring hop into `hops` (each ring carries its
+// share of the bytes, inflated by the protocol's wire factor); `cost` is from CommModel::cost.
+void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
+                      std::vector<HopFlow>& hops);
 
 class Transfers {
  public:

@@ -1,41 +1,73 @@
-// Collective and send times against their closed forms on simple topologies.
+// Collective and send costs against their closed forms on simple topologies: rings through the
+// NICs, the protocol choice, and the latency tail of each protocol.
 #include <catch2/catch.hpp>
 
+#include "sim/base/error.hpp"
 #include "sim/comm_model.hpp"
 #include "topologies/builders.hpp"
 
 using namespace dtsim;
 
-TEST_CASE("ring all-reduce on an NVSwitch node: 2(n-1)/n S/B + 2(n-1) alpha", "[comm]") {
+namespace {
+double seconds(TimeNs ns) { return ns_to_seconds(ns); }
+}  // namespace
+
+TEST_CASE("ring all-reduce on an NVSwitch node: base + steps x hop + pipeline fill + 2(n-1)/n S/B", "[comm]") {
   ClusterConfig c;  // one 8 x A100 node
   const ClusterGraph g = build_cluster(c);
   const Router router(g);
   const CommModel comm(g, router);
   const std::vector<int> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
-  const PathParams p = comm.ring(gpus);
-  CHECK(p.bytes_per_s == Approx(300e9 * achievable_fraction(LinkKind::nvlink3)));
-  const RouteInfo& hop = router.route(0, 1);
-  CHECK(p.alpha_ns == hop.latency_ns + CommModel::kStepLatencyNs);
+  const RingSet rings = comm.rings(gpus);
+  REQUIRE(rings.rings.size() == 1);
+  CHECK(rings.rings.front() == gpus);
+  CHECK(rings.hop_class == HopClass::nvlink);
+  const double B = 300e9 * achievable_fraction(LinkKind::nvlink3);
+  CHECK(rings.bytes_per_s == Approx(B));
   const double S = 1 << 30;
-  const int n = 8;
-  const double expected_s = 2.0 * (n - 1) / n * S / p.bytes_per_s + 2 * (n - 1) * p.alpha_ns * 1e-9;
-  CHECK(ns_to_seconds(CommModel::collective_time(CommKind::all_reduce, S, n, p)) == Approx(expected_s).epsilon(1e-6));
-  // Bus bandwidth (nccl-tests) of the model at 1 GiB is the effective link rate less latency.
-  const double busbw = S / expected_s * 2.0 * (n - 1) / n;
-  CHECK(busbw < p.bytes_per_s);
-  CHECK(busbw > 0.95 * p.bytes_per_s);
+  const int n = 8, steps = 2 * (n - 1);
+  const CollectiveCost cost = comm.cost(CommKind::all_reduce, S, rings);
+  CHECK(cost.protocol == Protocol::simple);
+  const int simple = static_cast<int>(Protocol::simple), nvlink = static_cast<int>(HopClass::nvlink);
+  const double tail = 1e-9 * (CommModel::kBaseNs[simple] + steps * (CommModel::kHopNs[nvlink][simple] + rings.latency_ns)) +
+                      steps * CommModel::kSimpleSliceBytes / B;
+  CHECK(seconds(cost.tail_ns) == Approx(tail).epsilon(1e-6));
+  CHECK(seconds(cost.estimate_ns) == Approx(tail + 2.0 * (n - 1) / n * S / B).epsilon(1e-6));
+  // Bus bandwidth (nccl-tests) at 1 GiB is within a few percent of the effective link rate.
+  const double busbw = 2.0 * (n - 1) / n * S / seconds(cost.estimate_ns);
+  CHECK(busbw < B);
+  CHECK(busbw > 0.9 * B);
 }
 
-TEST_CASE("reduce-scatter and all-gather take half an all-reduce's bandwidth term", "[comm]") {
-  const PathParams p{100e9, 0};
+TEST_CASE("small messages take the LL protocol and large ones Simple unless one is forced", "[comm]") {
+  ClusterConfig c;
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  const std::vector<int> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  const CommModel automatic(g, router);
+  const RingSet rings = automatic.rings(gpus);
+  CHECK(automatic.cost(CommKind::all_reduce, 8 * 1024, rings).protocol == Protocol::ll);
+  CHECK(automatic.cost(CommKind::all_reduce, 1 << 30, rings).protocol == Protocol::simple);
+  const CommModel forced(g, router, Protocol::ll);
+  const CollectiveCost ll = forced.cost(CommKind::all_reduce, 1 << 30, rings);
+  CHECK(ll.protocol == Protocol::ll);
+  CHECK(ll.wire_factor == 0.5);
+  // LL moves twice the bytes: at 1 GiB it is about twice as slow as Simple.
+  CHECK(seconds(ll.estimate_ns) > 1.8 * seconds(automatic.cost(CommKind::all_reduce, 1 << 30, rings).estimate_ns));
+  CHECK_THROWS_AS(parse_protocol("tree", "cluster.nccl_protocol"), InputError);
+  CHECK_FALSE(parse_protocol("auto", "cluster.nccl_protocol").has_value());
+}
+
+TEST_CASE("reduce-scatter and all-gather move half an all-reduce's bytes per hop", "[comm]") {
   const double S = 8e9;
-  const TimeNs ar = CommModel::collective_time(CommKind::all_reduce, S, 4, p);
-  CHECK(CommModel::collective_time(CommKind::reduce_scatter, S, 4, p) * 2 == ar);
-  CHECK(CommModel::collective_time(CommKind::all_gather, S, 4, p) * 2 == ar);
-  CHECK(CommModel::collective_time(CommKind::all_reduce, S, 1, p) == 0);
+  CHECK(CommModel::bytes_per_hop(CommKind::reduce_scatter, S, 4) * 2 == CommModel::bytes_per_hop(CommKind::all_reduce, S, 4));
+  CHECK(CommModel::bytes_per_hop(CommKind::all_gather, S, 4) * 2 == CommModel::bytes_per_hop(CommKind::all_reduce, S, 4));
+  CHECK(CommModel::bytes_per_hop(CommKind::all_reduce, S, 1) == 0);
+  CHECK(CommModel::steps(CommKind::all_reduce, 8) == 14);
+  CHECK(CommModel::steps(CommKind::all_gather, 8) == 7);
 }
 
-TEST_CASE("a cross-node ring is limited by the NIC", "[comm]") {
+TEST_CASE("a group across nodes gets one ring per NIC and each ring leaves through its own NIC", "[comm]") {
   ClusterConfig c;
   c.nodes = 2;
   c.nics_per_node = 4;
@@ -44,10 +76,23 @@ TEST_CASE("a cross-node ring is limited by the NIC", "[comm]") {
   const ClusterGraph g = build_cluster(c);
   const Router router(g);
   const CommModel comm(g, router);
-  const std::vector<int> gpus = {0, 8};
-  CHECK(comm.ring(gpus).bytes_per_s == Approx(12.5e9 * achievable_fraction(LinkKind::omnipath)));
+  std::vector<int> gpus(16);
+  for (int i = 0; i < 16; ++i) gpus[i] = i;
+  const RingSet rings = comm.rings(gpus);
+  REQUIRE(rings.rings.size() == 4);
+  CHECK(rings.hop_class == HopClass::network);
+  CHECK(rings.bytes_per_s == Approx(12.5e9 * achievable_fraction(LinkKind::omnipath)));
+  // Ring 1 visits each node starting at its second GPU and leaves from its first.
+  const std::vector<int>& r1 = rings.rings[1];
+  CHECK(r1.front() == 1);
+  CHECK(r1[7] == 0);
+  CHECK(r1[8] == 9);
+  CHECK(r1[15] == 8);
+  // Two GPUs, one per node: one ring; a send pays the Simple base and one network hop.
+  const std::vector<int> pair = {0, 8};
+  CHECK(comm.rings(pair).rings.size() == 1);
   const PathParams send = comm.path(0, 8);
-  const double S = 1e8;
-  CHECK(ns_to_seconds(CommModel::collective_time(CommKind::send, S, 2, send)) ==
-        Approx(S / send.bytes_per_s + send.alpha_ns * 1e-9).epsilon(1e-6));
+  CHECK(send.hop_class == HopClass::network);
+  const int simple = static_cast<int>(Protocol::simple), network = static_cast<int>(HopClass::network);
+  CHECK(comm.send_tail(send) == CommModel::kBaseNs[simple] + CommModel::kHopNs[network][simple] + send.latency_ns);
 }

@@ -157,7 +157,7 @@ TEST_CASE("an uncontended TP all-reduce takes the ring closed form", "[engine][c
   int checked = 0;
   for (const EventRecord& e : sink.events_) {
     if (e.op != static_cast<int>(OpKind::tp_all_reduce) || e.rank != 0) continue;
-    const TimeNs expected = CommModel::collective_time(CommKind::all_reduce, e.bytes, 8, comm.ring(ring));
+    const TimeNs expected = comm.cost(CommKind::all_reduce, e.bytes, comm.rings(ring)).estimate_ns;
     CHECK(std::abs((e.end_ns - e.start_ns) - expected) <= 2);
     ++checked;
   }

@@ -145,7 +145,8 @@ class Builder {
       const VertexId nic = add(fmt::format("node{}.nic{}", n, k), DeviceKind::nic, n);
       nics.push_back(nic);
       if (c_.node_kind == NodeKind::nvswitch) {
-        for (int i = k; i < c_.gpus_per_node; i += c_.nics_per_node) pcie_link(gpus[i], nic, gpu_pcie_gen_);
+        // An HGX/DGX baseboard's GPU-NIC switches run at the GPU's own PCIe generation.
+        for (int i = k; i < c_.gpus_per_node; i += c_.nics_per_node) pcie_link(gpus[i], nic, gpu_.pcie_gen);
       } else {
         pcie_link(attach[k % attach.size()], nic, c_.pcie_gen);
       }
