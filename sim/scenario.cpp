@@ -268,6 +268,7 @@ Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSecti
   p.micro_batch = v.integer("training.micro_batch", 1);
   sc.precision = v.parsed([&] { return parse_precision(v.text("training.precision"), "training.precision"); });
   p.weight_bytes = precision_bytes(sc.precision);
+  p.loss_scaling = sc.precision == Precision::fp16;
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");

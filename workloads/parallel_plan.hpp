@@ -47,6 +47,7 @@ struct ParallelPlan {
   Attention attention = Attention::standard;
   bool dropout = true;               // dropout on attention probabilities and layer outputs
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
+  bool loss_scaling = false;         // fp16: gradients are unscaled and checked for inf/NaN each step
   std::vector<int> stage_layers;     // transformer layers per pipeline stage (size pp)
   // Dimension order from innermost to outermost; default Megatron's tp, dp, pp.
   std::array<char, 3> order = {'t', 'd', 'p'};

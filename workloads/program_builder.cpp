@@ -259,13 +259,15 @@ class StageBuilder {
       add(comm(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
                e() * model_.vocab * model_.hidden / t()),
           Phase::optimizer, -1, -1, {prev});
-    // Adam on fp32 master weights: read master, m, v (4 B each) and the gradient, write them and
-    // the low-precision weight copy.
+    // Megatron's mixed-precision step on fp32 master weights, as HBM passes per parameter: copy
+    // the low-precision gradient into the fp32 main gradient (e + 4), unscale and check it for
+    // inf/NaN under fp16 loss scaling (4 + 4), its norm for clipping (4), Adam (read master, grad,
+    // m, v; write master, m, v: 28), and the copy back to the low-precision weights (4 + e).
     const double shard = plan_.zero_stage >= 1 ? params / plan_.dp : params;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
-    step.bytes = shard * (3 * 4 * 2 + 2 * e());
-    step.flops = 12 * shard;
+    step.bytes = shard * ((e() + 4) + (plan_.loss_scaling ? 8 : 0) + 4 + 28 + (4 + e()));
+    step.flops = 16 * shard;
     prev = add(step, Phase::optimizer, -1, -1, {prev, last_dp()});
     if (plan_.dp > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
       add(comm(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params), Phase::optimizer, -1, -1,

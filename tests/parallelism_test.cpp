@@ -1,0 +1,183 @@
+// The parallelism and memory features of the program against their closed forms: sequence
+// parallelism and selective recomputation (Korthikanti et al. 2022 Table 2), ZeRO-2/3 static
+// memory, FSDP gathers, DP buckets inside the backward pass, Megatron's interleaved order, and
+// the peak memory of a 1F1B stage.
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "sim/engine.hpp"
+#include "topologies/builders.hpp"
+#include "workloads/pipeline_schedule.hpp"
+#include "workloads/program.hpp"
+
+using namespace dtsim;
+
+namespace {
+
+ParallelPlan plan_of(int tp, int pp, int dp, int mb, int gb, Recompute r) {
+  ParallelPlan p;
+  p.tp = tp;
+  p.pp = pp;
+  p.dp = dp;
+  p.micro_batch = mb;
+  p.global_batch = gb;
+  p.recompute = r;
+  return p;
+}
+
+// Activation bytes the forward ops of `layer` (micro-batch 0, stage 0) allocate.
+double layer_activation_bytes(const Program& prog, int layer) {
+  const StageProgram& s = prog.stages[0];
+  double bytes = 0;
+  for (int i = 0; i < s.size(); ++i)
+    if (s.layer[i] == layer && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward)
+      for (int c = s.mem_begin[i]; c < s.mem_begin[i + 1]; ++c)
+        if (!s.mem_changes[c].at_end && s.mem_changes[c].category == MemCategory::activations)
+          bytes += s.mem_changes[c].bytes;
+  return bytes;
+}
+
+int count(const StageProgram& s, OpKind kind) {
+  int n = 0;
+  for (OpKind k : s.kind) n += k == kind;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("sequence parallelism and selective recompute follow Korthikanti Table 2", "[program][memory]") {
+  const ModelShape& m = find_model("gpt-22b");
+  const double s = m.seq_len, h = m.hidden, a = m.heads, t = 8, b = 2;
+  auto bytes = [&](Recompute r, bool sp) {
+    ParallelPlan p = plan_of(8, 1, 1, 2, 2, r);
+    p.sequence_parallel = sp;
+    validate_plan(p, m, 8);
+    return layer_activation_bytes(build_program(m, p), 2);
+  };
+  CHECK(bytes(Recompute::none, true) == Approx(s * b * h / t * (34 + 5 * a * s / h)));
+  CHECK(bytes(Recompute::selective, false) == Approx(s * b * h * (10 + 24 / t)));
+  CHECK(bytes(Recompute::selective, true) == Approx(s * b * h * 34 / t));
+  CHECK(bytes(Recompute::full, true) == Approx(2 * s * b * h / t));
+}
+
+TEST_CASE("flash attention keeps no score-sized activations", "[program][memory]") {
+  const ModelShape& m = find_model("gpt-22b");
+  ParallelPlan p = plan_of(1, 1, 1, 1, 1, Recompute::none);
+  p.attention = Attention::flash;
+  validate_plan(p, m, 1);
+  const double s = m.seq_len, h = m.hidden, a = m.heads;
+  // 34 s b h without the 5 a s^2 b of the scores: Q, K, V (6 s b h) replace Q, K (4) and V (2);
+  // plus the log-sum-exp (4 a s b).
+  CHECK(layer_activation_bytes(build_program(m, p), 0) == Approx(s * h * 34 + 4 * a * s));
+}
+
+TEST_CASE("ZeRO stages shard optimizer state then gradients then weights", "[program][memory]") {
+  const ModelShape& m = find_model("gpt-1.7b");
+  const double psi = m.total_params(), n = 8;
+  const double expected[] = {16 * psi, 4 * psi + 12 * psi / n, 2 * psi + 14 * psi / n, 16 * psi / n};
+  for (int zero = 0; zero <= 3; ++zero) {
+    ParallelPlan p = plan_of(1, 1, 8, 4, 32, Recompute::none);
+    p.zero_stage = zero;
+    validate_plan(p, m, 8);
+    const Program prog = build_program(m, p);
+    const auto& st = prog.stages[0].static_bytes;
+    INFO("zero_stage " << zero);
+    CHECK(st[0] + st[1] + st[2] == Approx(expected[zero]));
+  }
+}
+
+TEST_CASE("FSDP gathers every layer before its forward and backward and reduce-scatters its gradients", "[program]") {
+  const ModelShape& m = find_model("gpt-1.7b");
+  ParallelPlan p = plan_of(1, 1, 8, 4, 64, Recompute::none);
+  p.zero_stage = 3;
+  validate_plan(p, m, 8);
+  const Program prog = build_program(m, p);
+  const StageProgram& s = prog.stages[0];
+  const int micro_batches = 2, layers = m.layers;
+  CHECK(count(s, OpKind::param_all_gather) == 2 * micro_batches * layers);
+  CHECK(count(s, OpKind::dp_reduce_scatter) >= micro_batches * layers);
+  CHECK(count(s, OpKind::dp_all_gather) == 0);
+}
+
+TEST_CASE("DP buckets are reduced during the last backward pass unless overlap is off", "[program]") {
+  const ModelShape& m = find_model("gpt-1.7b");
+  for (bool overlap : {true, false}) {
+    ParallelPlan p = plan_of(1, 1, 4, 4, 32, Recompute::none);
+    p.dp_overlap = overlap;
+    validate_plan(p, m, 4);
+    const Program prog = build_program(m, p);
+    const StageProgram& s = prog.stages[0];
+    const int reductions = count(s, OpKind::dp_all_reduce);
+    INFO("overlap " << overlap);
+    if (overlap) {
+      // Buckets are whole layers of at least 25 MB: a 1.7B layer holds 127 MB of gradients, so
+      // each layer is its own bucket (the final norm joins the last layer's) and so is the
+      // 236 MB word embedding.
+      CHECK(reductions == m.layers + 1);
+      for (int i = 0; i < s.size(); ++i)
+        if (s.kind[i] == OpKind::dp_all_reduce) CHECK(s.phase[i] == Phase::backward);
+    } else {
+      CHECK(reductions == 1);
+    }
+  }
+}
+
+TEST_CASE("the interleaved schedule follows Megatron's order", "[program]") {
+  ParallelPlan p = plan_of(1, 2, 1, 1, 4, Recompute::none);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.stage_layers = {2, 2};
+  // Stage 0 of 2, 4 micro-batches, 2 chunks: warm-up (2 - 0 - 1) * 2 + (2 - 1) * 2 = 4 forwards
+  // (micro-batches 0, 1 on chunk 0, then 0, 1 on chunk 1), then 1F1B.
+  const std::vector<PipelinePass> order = pipeline_order(p, 0);
+  REQUIRE(order.size() == 16);
+  const int expected[][3] = {{1, 0, 0}, {1, 1, 0}, {1, 0, 1}, {1, 1, 1}, {1, 2, 0}, {0, 0, 1}, {1, 3, 0}, {0, 1, 1}};
+  for (int i = 0; i < 8; ++i) {
+    INFO("pass " << i);
+    CHECK(order[i].forward == (expected[i][0] == 1));
+    CHECK(order[i].micro_batch == expected[i][1]);
+    CHECK(order[i].chunk == expected[i][2]);
+  }
+  // Chunk c of stage s holds layers (c * pp + s) * layers_per_chunk.
+  CHECK(p.chunk_first_layer(1, 1) == 3);
+  CHECK(p.chunk_first_layer(0, 1) == 2);
+}
+
+TEST_CASE("an interleaved pipeline runs to the end and keeps at most its warm-up in flight", "[program][engine]") {
+  ModelShape m = find_model("gpt-1.7b");
+  ParallelPlan p = plan_of(1, 4, 1, 1, 8, Recompute::none);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  ClusterConfig c;
+  c.gpus_per_node = 4;
+  const ClusterGraph g = build_cluster(c);
+  validate_plan(p, m, 4);
+  const Program prog = build_program(m, p);
+  MemoryTraceSink sink;
+  const EngineResult r = Engine(prog, g, find_gpu("A100-SXM4-80GB"), Precision::bf16).run(&sink, TraceDetail::all);
+  CHECK(r.summary.step_time_s > 0);
+  // Every op of every rank ran.
+  std::int64_t ops = 0;
+  for (const StageProgram& s : prog.stages) ops += s.size();
+  CHECK(r.summary.events == ops);
+}
+
+TEST_CASE("a 1F1B stage peaks at pp micro-batches of activations on top of its static memory", "[program][memory]") {
+  const ModelShape& m = find_model("gpt-22b");  // 48 layers, hidden 6144, 64 heads
+  ParallelPlan p = plan_of(2, 4, 1, 1, 8, Recompute::selective);
+  p.sequence_parallel = true;
+  ClusterConfig c;
+  const ClusterGraph g = build_cluster(c);
+  validate_plan(p, m, 8);
+  const Program prog = build_program(m, p);
+  const EngineResult r = Engine(prog, g, find_gpu("A100-SXM4-80GB"), Precision::bf16).run(nullptr, TraceDetail::summary);
+  const double s = m.seq_len, h = m.hidden, a = m.heads, t = 2, b = 1, layers = 12, in_flight = 4;
+  const StageProgram& st = prog.stages[0];
+  const double static_bytes = st.static_bytes[0] + st.static_bytes[1] + st.static_bytes[2];
+  // Korthikanti: 34 s b h / t per layer with SP + selective, for pp micro-batches on stage 0;
+  // plus, during the first backward, the recomputed attention core of one layer (5 a s^2 b / t)
+  // and the received gradient (2 s b h).
+  const double expected = static_bytes + in_flight * layers * 34 * s * b * h / t + 5 * a * s * s * b / t + 2 * s * b * h;
+  CHECK(r.ranks[0].peak_memory_bytes == Approx(expected).epsilon(0.02));
+}
