@@ -101,7 +101,7 @@ class Simulation {
     for (int r = 0; r < plan_.num_ranks(); ++r) {
       const StageProgram& p = program_.stages[ranks_[r].stage];
       for (int c = 0; c < kNumMemCategories; ++c) allocate(r, 0, static_cast<MemCategory>(c), p.static_bytes[c]);
-      for (int s = 0; s < kNumStreams; ++s) try_start(r, s, 0, CommKind::none);
+      for (int s = 0; s < kNumStreams; ++s) try_start(r, s, 0, false);
     }
     while (!queue_.empty()) {
       const Event ev = queue_.top();
@@ -223,7 +223,9 @@ class Simulation {
     wake_network(now);
   }
 
-  void try_start(int rank, int stream, TimeNs now, CommKind trigger) {
+  // pipeline_wait: the op that just ended brought a pipeline message (a receive, or the TP
+  // all-gather of a scattered one), so a compute gap it ends is a bubble.
+  void try_start(int rank, int stream, TimeNs now, bool pipeline_wait) {
     RankState& s = ranks_[rank];
     const StageProgram& p = program_.stages[s.stage];
     const auto& ops = p.stream_ops[stream];
@@ -236,7 +238,7 @@ class Simulation {
     const CommKind comm = p.comm[op];
     if (comm == CommKind::none) {
       const TimeNs gap = now - s.compute_idle_since;
-      if (gap > 0) (trigger == CommKind::recv ? s.bubble_ns : s.exposed_ns) += gap;
+      if (gap > 0) (pipeline_wait ? s.bubble_ns : s.exposed_ns) += gap;
       const TimeNs d = times_[s.stage].duration[op];
       (times_[s.stage].memory_bound[op] ? s.memory_ns : s.compute_ns) += d;
       schedule(rank, op, now, now + d);
@@ -300,7 +302,8 @@ class Simulation {
     if (comm != CommKind::recv) s.busy[static_cast<int>(p.stream[op])] = false;
     if (comm == CommKind::none) s.compute_idle_since = ev.time;
     if (comm == CommKind::send) deliver(ev.rank, op, ev.start, ev.time);
-    for (int st = 0; st < kNumStreams; ++st) try_start(ev.rank, st, ev.time, comm);
+    const bool pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
+    for (int st = 0; st < kNumStreams; ++st) try_start(ev.rank, st, ev.time, pipeline);
   }
 
   EngineResult result() {

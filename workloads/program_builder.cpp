@@ -71,6 +71,12 @@ class StageBuilder {
     if (s.saved != 0) on_start(id, MemCategory::activations, s.saved);
     for (int d : deps)
       if (d >= 0) p_.deps.push_back(d);
+    // Megatron's pipeline sends are synchronous: the next compute op waits for the last send.
+    if (s.stream == Stream::compute && unfinished_send_ >= 0) {
+      p_.deps.push_back(unfinished_send_);
+      unfinished_send_ = -1;
+    }
+    if (s.comm == CommKind::send) unfinished_send_ = id;
     p_.dep_begin.push_back(static_cast<int>(p_.deps.size()));
     if (s.comm == CommKind::recv)
       (s.group == Group::pp_prev ? p_.recv_from_prev : p_.recv_from_next).push_back(id);
@@ -113,10 +119,19 @@ class StageBuilder {
     return op;
   }
 
+  // Megatron's scatter/gather between stages (Narayanan et al. 2021, Sec. 4.1): with TP each
+  // rank sends 1/t of the activation and the receiving TP group all-gathers it over NVLink.
+  double send_bytes() const { return activation_bytes() / t(); }
+  void send(Group to, Phase phase, int mb, int after) {
+    add(comm(OpKind::pp_send, Stream::pp_send, CommKind::send, to, send_bytes()), phase, -1, mb, {after});
+  }
+  // The receive, then (TP) the all-gather; returns the op the next computation waits for.
   int receive(Group from, Phase phase, int mb) {
-    const int r = add(comm(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, from, activation_bytes()), phase, -1, mb, {});
+    const int r = add(comm(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, from, send_bytes()), phase, -1, mb, {});
     on_end(r, MemCategory::buffers, activation_bytes());
-    return r;
+    if (t() == 1) return r;
+    return add(comm(OpKind::pp_all_gather, Stream::tp, CommKind::all_gather, Group::tp, activation_bytes()), phase, -1,
+               mb, {r});
   }
 
   void forward(const PipelinePass& pass) {
@@ -141,7 +156,7 @@ class StageBuilder {
       }
     }
     if (last_chunk(pass.chunk)) chain(ops_.head_forward(), Phase::forward, -1, mb, prev);
-    else add(comm(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_next, activation_bytes()), Phase::forward, -1, mb, {prev});
+    else send(Group::pp_next, Phase::forward, mb, prev);
   }
 
   // The backward of one layer: recomputation (full: the whole forward first; selective: the
@@ -204,7 +219,7 @@ class StageBuilder {
       if (kept(emb) > 0) on_end(prev, MemCategory::activations, -kept(emb));
       if (reduce) add_gradients(model_.embedding_params(), prev);
     } else {
-      add(comm(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_prev, activation_bytes()), Phase::backward, -1, mb, {prev});
+      send(Group::pp_prev, Phase::backward, mb, prev);
     }
     if (reduce) flush_bucket();
   }
@@ -299,6 +314,7 @@ class StageBuilder {
   std::vector<PendingChange> changes_;
   double bucket_bytes_ = 0;
   int bucket_ready_ = -1;
+  int unfinished_send_ = -1;
 };
 
 }  // namespace

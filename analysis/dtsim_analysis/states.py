@@ -21,7 +21,9 @@ def compute_states(trace) -> pd.DataFrame:
     """Segments (rank, state, start_ns, end_ns) covering [0, step] for every traced rank."""
     events = trace.events
     kernels = events[events["stream"] == "compute"].sort_values(["rank", "start_ns"])
-    recv_ends = set(zip(events.loc[events["op"] == "pp_recv", "rank"], events.loc[events["op"] == "pp_recv", "end_ns"]))
+    # A gap ended by a pipeline message (its receive, or the TP all-gather of a scattered one).
+    pipeline = events["op"].isin(["pp_recv", "pp_all_gather"])
+    recv_ends = set(zip(events.loc[pipeline, "rank"], events.loc[pipeline, "end_ns"]))
     parts = [pd.DataFrame({"rank": kernels["rank"].to_numpy(), "state": kernels["category"].astype(str).to_numpy(),
                            "start_ns": kernels["start_ns"].to_numpy(), "end_ns": kernels["end_ns"].to_numpy()})]
     end = step_ns(trace)
