@@ -21,6 +21,9 @@ namespace {
 constexpr int kMicroBatches[] = {1, 2, 4};
 constexpr Recompute kRecomputes[] = {Recompute::none, Recompute::selective, Recompute::full};
 constexpr int kZeroStages[] = {0, 1, 3};
+// The static memory model leaves out communication buffers, ZeRO-3 gather buffers and allocator
+// fragmentation: a layout must fit in this fraction of the GPU's memory.
+constexpr double kMemoryHeadroom = 0.9;
 // The estimate's GEMM efficiency when the GPU has no measured matmul rate.
 constexpr double kDefaultGemmEfficiency = 0.8;
 
@@ -37,7 +40,8 @@ double intra_node_bytes_per_s(const GpuSpec& g, const std::string& kind) {
 }
 
 // A rough step time: GEMM FLOPs at the GPU's matmul rate stretched by the 1F1B bubble, plus the
-// TP all-reduces (4 per layer and micro-batch, 6 with full recompute) and the DP gradient ring.
+// TP all-reduces (4 per layer and micro-batch, 6 with full recompute), the DP gradient ring and,
+// with ZeRO-3, the parameter all-gathers of every layer in every forward and backward pass.
 double estimate_step_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r, int global_batch,
                        const AdviseRequest& q) {
   const double tokens = static_cast<double>(global_batch) * m.seq_len;
@@ -57,7 +61,9 @@ double estimate_step_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r
   if (r.dp > 1) {
     const double per_gpu = r.nodes > 1 ? 0.9 * q.nics_per_node * q.nic_gbps / 8 * 1e9 / r.gpus_per_node
                                        : intra_node_bytes_per_s(g, r.node_kind);
-    dp = 2 * 2 * m.total_params() / (r.tp * r.pp) * (r.dp - 1) / r.dp / per_gpu;
+    const double ring = 2 * m.total_params() / (r.tp * r.pp) * (r.dp - 1) / r.dp / per_gpu;
+    dp = 2 * ring;
+    if (r.zero_stage >= 3) dp += (r.recompute == Recompute::full ? 3 : 2) * ring * m_batches;
   }
   return (compute + tp) * bubble + dp;
 }
@@ -96,7 +102,7 @@ std::vector<AdviseRow> layouts(const ModelShape& m, const GpuSpec& g, int global
               if (!valid_layout(m, r, global_batch)) continue;
               const TrainingSetup s{m.seq_len, mb, rc, zero, false, global_batch / (mb * r.dp)};
               const double need = training_memory(m, s, tp, pp, r.dp).total();
-              if (need > g.memory_bytes) continue;
+              if (need > kMemoryHeadroom * g.memory_bytes) continue;
               r.fit_gib = need / kGiB;
               r.estimate_s = estimate_step_s(m, g, r, global_batch, q);
               out.push_back(r);
@@ -108,12 +114,18 @@ std::vector<AdviseRow> layouts(const ModelShape& m, const GpuSpec& g, int global
   return out;
 }
 
-// The best layout at each GPU count, and the next `top` at the count of the best one.
+// The best layout at each of the kCounts largest GPU counts that fit (a step of a large model takes
+// seconds to simulate), and the next `top` at the count of the best one.
+constexpr std::size_t kCounts = 3;
 std::vector<AdviseRow> promising(const std::vector<AdviseRow>& fitting, int top) {
   std::vector<AdviseRow> out;
+  std::set<int> all;
+  for (const AdviseRow& r : fitting) all.insert(r.num_gpus());
   std::set<int> counts;
+  for (auto it = all.rbegin(); it != all.rend() && counts.size() < kCounts; ++it) counts.insert(*it);
+  std::set<int> taken;
   for (const AdviseRow& r : fitting)
-    if (counts.insert(r.num_gpus()).second) out.push_back(r);
+    if (counts.count(r.num_gpus()) && taken.insert(r.num_gpus()).second) out.push_back(r);
   int extra = 0;
   for (std::size_t i = 1; i < fitting.size() && extra < top; ++i)
     if (fitting[i].num_gpus() == fitting.front().num_gpus()) out.push_back(fitting[i]), ++extra;

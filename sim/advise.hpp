@@ -1,5 +1,5 @@
 // `dtsim advise`: for each GPU type, the training layouts (GPU count, TP, PP, DP, micro-batch,
-// recomputation, ZeRO stage) that fit in memory by workloads/memory_fit, a rough analytic step
+// recomputation, ZeRO stage) that fit in 90 % of the memory by workloads/memory_fit, a rough analytic step
 // time to pick the promising ones, the simulation of those (the sweep runner, on TBB threads),
 // and the ranking by time to train and cost; then the best layout of each GPU type again with
 // other node kinds (NVSwitch, NVLink pairs, PCIe) and NIC speeds.
@@ -17,11 +17,11 @@ namespace dtsim {
 struct AdviseRequest {
   std::string model;                    // catalog name
   std::vector<std::string> gpus;        // catalog names or aliases
-  int max_gpus = 512;
+  int max_gpus = 256;
   double tokens = 0;                    // tokens to train; 0 = 20 per parameter (Chinchilla)
   int global_batch = 0;                 // sequences per step; 0 = 2^22 tokens / seq_len
   std::map<std::string, double> prices; // catalog GPU name -> USD per GPU-hour
-  int top = 3;                          // extra layouts simulated at the largest GPU count
+  int top = 2;                          // extra layouts simulated at the largest GPU count
   int nics_per_node = 4;
   double nic_gbps = 200;                // InfiniBand HDR
   int jobs = 0;                         // threads; 0 = all cores

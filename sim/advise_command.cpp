@@ -107,11 +107,11 @@ int advise_command(int argc, char** argv) {
   po::options_description own("dtsim advise options");
   own.add_options()("help,h", "print this help")("model", po::value<std::string>(), "catalog model")(
       "gpus", po::value<std::string>(), "GPU types, comma-separated (catalog names or aliases)")(
-      "max-gpus", po::value<int>()->default_value(512), "largest GPU count searched (powers of two, 8 per node)")(
+      "max-gpus", po::value<int>()->default_value(256), "largest GPU count searched (powers of two, 8 per node)")(
       "tokens", po::value<std::string>()->default_value("0"), "tokens to train; 0 = 20 per parameter (Chinchilla)")(
       "global-batch", po::value<int>()->default_value(0), "sequences per step; 0 = 2^22 tokens / seq_len")(
       "price", po::value<std::vector<std::string>>()->composing(), "GPU=USD_PER_GPU_HOUR (repeatable)")(
-      "top", po::value<int>()->default_value(3), "more layouts simulated at the best GPU count")(
+      "top", po::value<int>()->default_value(2), "more layouts simulated at the best GPU count")(
       "nics-per-node", po::value<int>()->default_value(4), "NICs per node (InfiniBand)")(
       "nic-gbps", po::value<std::string>()->default_value("200"), "Gbit/s per NIC")(
       "jobs,j", po::value<int>()->default_value(0), "simulations at once; 0 = all cores")(
