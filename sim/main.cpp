@@ -1,5 +1,5 @@
 // The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
-// `export`. Bad input prints one message and
+// `export`, `catalog`, `fit`, `advise`. Bad input prints one message and
 // exits with status 2; nothing is written then.
 #include <fmt/format.h>
 
@@ -10,9 +10,13 @@
 #include <sstream>
 #include <iostream>
 
+#include "sim/advise_command.hpp"
 #include "sim/base/error.hpp"
+#include "sim/catalog_command.hpp"
 #include "sim/chrome_export.hpp"
 #include "sim/collective_bench.hpp"
+#include "sim/fit_command.hpp"
+#include "sim/json.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
 #include "sim/sweep_command.hpp"
@@ -35,20 +39,12 @@ constexpr const char* kUsage =
     "                   [--jobs N] [--shard K/N] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
+    "       dtsim catalog models|gpus|links\n"
+    "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
+    "                 [--mode inference|training] [--json] | dtsim fit --seed-table [--json]\n"
+    "       dtsim advise --model NAME --gpus GPU,GPU,... [--max-gpus N] [--tokens T] [--price GPU=USD_PER_HOUR ...]\n"
+    "                    [--output FILE.h5] [--json]\n"
     "       dtsim --help | dtsim run --help\n";
-
-std::string json_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
-  return out;
-}
 
 struct Command {
   po::variables_map vm;
@@ -318,8 +314,11 @@ int main(int argc, char** argv) {
     if (sub == "sweep") return sweep_command(argc - 1, argv + 1);
     if (sub == "merge") return merge_command(argc - 1, argv + 1);
     if (sub == "export") return export_command(argc - 1, argv + 1);
-    throw InputError(fmt::format(
-        "unknown command '{}'; valid commands: run, topology, collective, validate, sweep, merge, export", sub));
+    if (sub == "catalog") return catalog_command(argc - 1, argv + 1);
+    if (sub == "fit") return fit_command(argc - 1, argv + 1);
+    if (sub == "advise") return advise_command(argc - 1, argv + 1);
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate, sweep, "
+                                 "merge, export, catalog, fit, advise", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
     return 2;

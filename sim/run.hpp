@@ -13,6 +13,9 @@ namespace dtsim {
 // connected. Throws InputError.
 ClusterGraph make_cluster(const Scenario& scenario);
 
+// Throws InputError when the program builder cannot simulate `model` (mixture of experts, MLA).
+void require_simulated_model(const ModelShape& model, const std::string& source);
+
 // Validates the layout against the cluster, simulates one step and, when trace_path is set,
 // writes the HDF5 trace there (atomically). Throws InputError on bad input.
 EngineResult run_scenario(Scenario& scenario, const std::string& trace_path);

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "sim/base/error.hpp"
+#include "sim/csv.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario.hpp"
 
@@ -19,30 +20,6 @@ namespace po = boost::program_options;
 namespace dtsim {
 namespace {
 
-// Splits CSV text into records of fields (RFC 4180: quoted fields may hold commas, quotes
-// doubled, newlines).
-std::vector<std::vector<std::string>> parse_csv(std::istream& in) {
-  std::vector<std::vector<std::string>> rows(1, std::vector<std::string>(1));
-  bool quoted = false;
-  char c;
-  while (in.get(c)) {
-    if (quoted) {
-      if (c == '"' && in.peek() == '"') rows.back().back() += static_cast<char>(in.get());
-      else if (c == '"') quoted = false;
-      else rows.back().back() += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      rows.back().emplace_back();
-    } else if (c == '\n') {
-      rows.emplace_back(1);
-    } else if (c != '\r') {
-      rows.back().back() += c;
-    }
-  }
-  if (rows.back().size() == 1 && rows.back()[0].empty()) rows.pop_back();
-  return rows;
-}
 
 bool contains(const std::string& text, const char* what) {
   std::string lower = text;

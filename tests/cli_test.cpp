@@ -177,3 +177,96 @@ TEST_CASE("dtsim validate builds rows as scenarios and lists the rest as skipped
   CHECK(missing.status == 2);
   CHECK_THAT(missing.err, Catch::Contains("missing column"));
 }
+
+TEST_CASE("dtsim catalog lists models gpus and links with sources", "[cli]") {
+  const Outcome models = run_dtsim("catalog models");
+  REQUIRE(models.status == 0);
+  for (const char* name : {"deepseek-r1", "deepseek-r1-distill-qwen-32b", "llama3.1-405b", "opt-175b", "mt-nlg-530b",
+                           "bloom-176b", "gpt2-xl", "config.json"})
+    CHECK_THAT(models.out, Catch::Contains(name));
+  const Outcome gpus = run_dtsim("catalog gpus");
+  REQUIRE(gpus.status == 0);
+  CHECK_THAT(gpus.out, Catch::Contains("RTX-4090") && Catch::Contains("gpus.csv row"));
+  const Outcome links = run_dtsim("catalog links");
+  REQUIRE(links.status == 0);
+  CHECK_THAT(links.out, Catch::Contains("nvlink3") && Catch::Contains("0.780") && Catch::Contains("PCIe Gen4 x16"));
+  const Outcome bad = run_dtsim("catalog cars");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("models, gpus, links"));
+}
+
+TEST_CASE("dtsim fit prints the memory and the GPUs that hold it", "[cli]") {
+  const Outcome o = run_dtsim("fit --model llama3-70b --precision int4 --context 8192 --json");
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  for (const char* key : {"\"weights\"", "\"kv_cache\"", "\"activations\"", "\"overhead\"", "\"total_bytes\"",
+                          "\"gpus_needed\"", "\"fits_on_one\"", "\"includes\""})
+    CHECK_THAT(o.out, Catch::Contains(key));
+  const Outcome text = run_dtsim("fit --model bloom-176b --mode training --recompute selective --zero 1 --dp 8");
+  REQUIRE(text.status == 0);
+  CHECK_THAT(text.out, Catch::Contains("optimizer") && Catch::Contains("ZeRO-1") && Catch::Contains("RTX-4090"));
+  const Outcome moe = run_dtsim("fit --model deepseek-r1 --precision fp8");
+  REQUIRE(moe.status == 0);
+  CHECK_THAT(moe.out, Catch::Contains("MLA latent"));
+}
+
+TEST_CASE("dtsim fit --seed-table gives every claim a verdict", "[cli]") {
+  const Outcome o = run_dtsim("fit --seed-table");
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("DeepSeek R1") && Catch::Contains("matches") && Catch::Contains("underestimates"));
+  const Outcome bad = run_dtsim("fit --seed-table --claims /nonexistent.csv");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("/nonexistent.csv"));
+}
+
+TEST_CASE("dtsim fit and advise reject bad input with status 2", "[cli]") {
+  const struct {
+    const char* args;
+    const char* needle;
+  } cases[] = {
+      {"fit --model gpt-5", "valid names"},
+      {"fit --model llama3-8b --precision int3", "int4"},
+      {"fit --model llama3-8b --context 0", "--context"},
+      {"fit --model llama3-8b --batch -2", "--batch"},
+      {"fit --model llama3-8b --mode serving", "inference, training"},
+      {"fit --model llama3-8b --mode training --precision int4", "mixed precision"},
+      {"fit", "--model"},
+      {"advise --model gpt-1.7b --gpus A100,Voodoo2", "Voodoo2"},
+      {"advise --model gpt-1.7b --gpus A100 --price H100=2", "not one of --gpus"},
+      {"advise --model gpt-1.7b --gpus A100 --price A100=cheap", "not a number"},
+      {"advise --model deepseek-r1 --gpus H100", "mixture-of-experts models are not simulated yet"},
+      {"run --model.name=deepseek-r1", "expert parallelism"},
+  };
+  for (const auto& c : cases) {
+    const fs::path out = scratch() / "never-advise.h5";
+    fs::remove(out);
+    const bool advise = std::string(c.args).rfind("advise", 0) == 0;
+    const Outcome o = run_dtsim(std::string(c.args) + (advise ? " --output " + out.string() : ""));
+    INFO(c.args << "\nstderr: " << o.err);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Catch::Contains(c.needle));
+    CHECK_FALSE(fs::exists(out));
+  }
+}
+
+TEST_CASE("dtsim advise ranks simulated layouts and writes the advise table", "[cli]") {
+  const fs::path out = scratch() / "advise.h5";
+  fs::remove(out);
+  // Without prices the fastest (largest) layout wins: 16 GPUs on 2 nodes, so its variants
+  // change the node kind and the NICs.
+  const Outcome o = run_dtsim("advise --model gpt-1.7b --gpus A100,RTX4090 --max-gpus 16 --global-batch 32 --top 1 "
+                              "--jobs 2 --json --output " + out.string());
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("\"rank\": 1, \"gpu\": \"A100-SXM4-80GB\", \"role\": \"layout\", \"num_gpus\": 16,") &&
+                        Catch::Contains("\"ranked_by\": \"time to train\"") &&
+                        Catch::Contains("\"role\": \"variant\"") && Catch::Contains("\"node_kind\": \"pcie\"") &&
+                        Catch::Contains("\"nics_per_node\": 8, \"nic_gbps\": 400") && Catch::Contains("\"gpu\": \"RTX-4090\""));
+  CHECK(fs::exists(out));
+  CHECK_FALSE(fs::exists(out.string() + ".tmp"));
+  // With a price for every GPU the ranking is by cost.
+  const Outcome priced = run_dtsim("advise --model gpt-1.7b --gpus A100,RTX4090 --max-gpus 4 --global-batch 32 --top 0 "
+                                   "--price A100=1.8 --price RTX4090=0.4 --json");
+  REQUIRE(priced.status == 0);
+  CHECK_THAT(priced.out, Catch::Contains("\"ranked_by\": \"cost\"") && Catch::Contains("\"cost_usd\": 6"));
+}

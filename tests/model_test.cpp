@@ -25,6 +25,58 @@ TEST_CASE("parameter counts match the published totals", "[model]") {
   }
 }
 
+TEST_CASE("the catalog's newer models match their published parameter counts", "[model]") {
+  struct Row {
+    const char* name;
+    double published;
+  };
+  // Hugging Face model cards (safetensors totals), the OPT, MT-NLG and Llama 3 papers; the
+  // DeepSeek-V3 report's 671B (without its 14B multi-token-prediction module).
+  const Row rows[] = {{"deepseek-r1", 671e9},
+                      {"deepseek-r1-distill-qwen-1.5b", 1.78e9},
+                      {"deepseek-r1-distill-qwen-7b", 7.62e9},
+                      {"deepseek-r1-distill-qwen-14b", 14.77e9},
+                      {"deepseek-r1-distill-qwen-32b", 32.76e9},
+                      {"deepseek-r1-distill-llama-8b", 8.03e9},
+                      {"deepseek-r1-distill-llama-70b", 70.55e9},
+                      {"llama3-8b", 8.03e9},
+                      {"llama3-70b", 70.55e9},
+                      {"llama3.1-405b", 405.85e9},
+                      {"llama3.3-70b", 70.55e9},
+                      {"llama2-13b", 13.02e9},
+                      {"opt-175b", 175e9},
+                      {"mt-nlg-530b", 530e9}};
+  for (const Row& r : rows) {
+    INFO(r.name);
+    CHECK(find_model(r.name).total_params() == Approx(r.published).epsilon(0.01));
+    CHECK_FALSE(find_model(r.name).source.empty());
+  }
+}
+
+TEST_CASE("DeepSeek-R1 activates 37B of its 671B parameters per token", "[model]") {
+  const ModelShape& m = find_model("deepseek-r1");
+  // The report's "37B" is rounded to the billion: 36.5B to 37.5B (dtsim: 36.63B).
+  CHECK(m.active_params() > 36.5e9);
+  CHECK(m.active_params() < 37.5e9);
+  // An MoE layer: MLA attention, router, 256 routed + 1 shared SwiGLU experts of 2048, two norms.
+  const double h = 7168, a = 128;
+  const double mla = h * 1536 + 2 * 1536 + 1536 * a * (128 + 64) + h * (512 + 64) + 2 * 512 + 512 * a * (128 + 128) +
+                     a * 128 * h;
+  CHECK(m.attention_params() == Approx(mla));
+  CHECK(m.moe_layer_params() == Approx(mla + h * 256 + 257 * 3 * h * 2048 + 4 * h));
+  CHECK(m.moe_layer_params() - m.moe_layer_active_params() == Approx(248 * 3 * h * 2048));
+  // MLA caches the 512-dim latent and the 64-dim rotary key per token and layer.
+  CHECK(m.kv_cache_elements_per_token_layer() == 576);
+}
+
+TEST_CASE("a dense model uses all but other tokens' embedding rows and Qwen biases only Q K and V", "[model]") {
+  const ModelShape& q = find_model("deepseek-r1-distill-qwen-7b");
+  CHECK(q.active_params() == Approx(q.total_params() - (q.vocab - 1.0) * q.hidden));
+  const double h = q.hidden, kv = 4 * 128.0, f = q.ffn_hidden;
+  CHECK(q.params_per_layer() == Approx(h * (h + 2 * kv) + (h + 2 * kv) + h * h + 3 * h * f + 4 * h));
+  CHECK(q.kv_cache_elements_per_token_layer() == 2 * kv);
+}
+
 TEST_CASE("the BLOOM layer is 12h^2 + 13h parameters", "[model]") {
   const ModelShape& m = find_model("bloom-176b");
   const double h = m.hidden;

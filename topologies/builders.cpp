@@ -19,36 +19,22 @@
 #include <algorithm>
 
 #include "sim/base/error.hpp"
+#include "topologies/link_catalog.hpp"
 
 namespace dtsim {
 namespace {
 
-// Per-link latencies (typical one-hop figures, not measured here). NVLink is set below PCIe so
-// that, among equal-hop routes, GPU-GPU traffic inside a node prefers NVLink over a detour through
-// a shared NIC's PCIe links.
-constexpr TimeNs kNvlinkLatencyNs = 300;
-constexpr TimeNs kPcieLatencyNs = 500;
-constexpr TimeNs kUpiLatencyNs = 300;
-constexpr TimeNs kIbSwitchLatencyNs = 600;   // InfiniBand / Omni-Path, per link incl. switch hop
-constexpr TimeNs kEthernetLatencyNs = 1000;  // Ethernet / RoCE, per link incl. switch hop
-// 2 UPI links x 20.8 GB/s per direction (Skylake/Cascade Lake, 10.4 GT/s).
-constexpr double kUpiBytesPerS = 41.6e9;
+const TimeNs kNvlinkLatencyNs = link_fact(LinkKind::nvlink3).latency_ns;
+const TimeNs kPcieLatencyNs = link_fact(LinkKind::pcie4).latency_ns;
+const TimeNs kUpiLatencyNs = link_fact(LinkKind::upi).latency_ns;
+const TimeNs kIbSwitchLatencyNs = link_fact(LinkKind::infiniband).latency_ns;  // also Omni-Path
+const TimeNs kEthernetLatencyNs = link_fact(LinkKind::ethernet).latency_ns;
+const double kUpiBytesPerS = link_fact(LinkKind::upi).bytes_per_s;
 // Leaf switch radix assumption: 32 NIC-facing ports per leaf (half of a 64-port switch).
 constexpr int kLeafPorts = 32;
 
 void require(bool ok, std::string_view key, double value, std::string_view rule) {
   if (!ok) throw InputError(fmt::format("{} = {}: {}", key, value, rule));
-}
-
-LinkKind pcie_kind(int gen) {
-  constexpr LinkKind kinds[] = {LinkKind::pcie3, LinkKind::pcie4, LinkKind::pcie5, LinkKind::pcie6};
-  return kinds[gen - 3];
-}
-
-// PCIe x16 bytes/s per direction (gpus.csv link rows "PCIe GenN x16").
-double pcie_bytes_per_s(int gen) {
-  constexpr double rates[] = {15.75e9, 31.5e9, 63e9, 121e9};
-  return rates[gen - 3];
 }
 
 LinkKind nvlink_kind(const GpuSpec& gpu) {

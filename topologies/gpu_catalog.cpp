@@ -27,69 +27,82 @@ std::vector<GpuSpec> make_catalog() {
       // gpus.csv row "V100-SXM2 (16/32GB)" (32 GB variant); 80 SMs (GV100 in V100).
       {.name = "V100-SXM2-32GB", .memory_bytes = 32 * kGiB, .hbm_bytes_per_s = 900 * kGB,
        .fp32_flops = 15.7 * kTFLOP, .tf32_flops = 0, .bf16_flops = 125 * kTFLOP, .fp8_flops = 0,
-       .sm_count = 80, .nvlink_gen = 2, .nvlink_bytes_per_s = 150 * kGB, .pcie_gen = 3},
+       .sm_count = 80, .nvlink_gen = 2, .nvlink_bytes_per_s = 150 * kGB, .pcie_gen = 3,
+       .source = "gpus.csv row \"V100-SXM2 (16/32GB)\" (GA100 whitepaper V100 column, V100 datasheet)"},
       // gpus.csv row "A100-SXM4-40GB"; 108 SMs.
       {.name = "A100-SXM4-40GB", .memory_bytes = 40 * kGiB, .hbm_bytes_per_s = 1555 * kGB,
        .fp32_flops = 19.5 * kTFLOP, .tf32_flops = 156 * kTFLOP, .bf16_flops = 312 * kTFLOP,
        .fp8_flops = 0, .sm_count = 108, .nvlink_gen = 3, .nvlink_bytes_per_s = 300 * kGB,
-       .pcie_gen = 4},
+       .pcie_gen = 4,
+       .source = "gpus.csv row \"A100-SXM4-40GB\" (A100 datasheet, GA100 whitepaper)"},
       // gpus.csv row "A100-SXM4-80GB" (MAMF 271.2 TF; STREAM 1.61-1.75 TB/s, Azure ND A100 v4).
       {.name = "A100-SXM4-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 2039 * kGB,
        .fp32_flops = 19.5 * kTFLOP, .tf32_flops = 156 * kTFLOP, .bf16_flops = 312 * kTFLOP,
        .fp8_flops = 0, .measured_matmul_bf16_flops = 271.2 * kTFLOP,
        .measured_hbm_bytes_per_s = 1.61e12, .sm_count = 108, .nvlink_gen = 3,
-       .nvlink_bytes_per_s = 300 * kGB, .pcie_gen = 4},
+       .nvlink_bytes_per_s = 300 * kGB, .pcie_gen = 4,
+       .source = "gpus.csv row \"A100-SXM4-80GB\" (A100 datasheet; MAMF and STREAM measurements)"},
       // gpus.csv row "A100-PCIe-80GB" (MAMF 252.9 TF); NVLink 3 bridge, 600 GB/s bidir = 300/dir.
       {.name = "A100-PCIe-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 1935 * kGB,
        .fp32_flops = 19.5 * kTFLOP, .tf32_flops = 156 * kTFLOP, .bf16_flops = 312 * kTFLOP,
        .fp8_flops = 0, .measured_matmul_bf16_flops = 252.9 * kTFLOP, .sm_count = 108,
        .nvlink_gen = 3, .nvlink_bytes_per_s = 300 * kGB, .nvlink_bridge_only = true,
-       .pcie_gen = 4},
+       .pcie_gen = 4,
+       .source = "gpus.csv row \"A100-PCIe-80GB\" (A100 datasheet; MAMF measurement)"},
       // gpus.csv row "H100-SXM5-80GB" (MAMF 794.5 TF); 132 SMs.
       {.name = "H100-SXM5-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 3350 * kGB,
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
        .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 794.5 * kTFLOP, .sm_count = 132,
-       .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5},
+       .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5,
+       .source = "gpus.csv row \"H100-SXM5-80GB\" (H100 datasheet; MAMF measurement)"},
       // gpus.csv row "H100-PCIe-80GB"; 114 SMs; NVLink 4 bridge, 600 GB/s bidir = 300/dir.
       {.name = "H100-PCIe-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 2000 * kGB,
        .fp32_flops = 51 * kTFLOP, .tf32_flops = 378 * kTFLOP, .bf16_flops = 756 * kTFLOP,
        .fp8_flops = 1513 * kTFLOP, .sm_count = 114, .nvlink_gen = 4,
-       .nvlink_bytes_per_s = 300 * kGB, .nvlink_bridge_only = true, .pcie_gen = 5},
+       .nvlink_bytes_per_s = 300 * kGB, .nvlink_bridge_only = true, .pcie_gen = 5,
+       .source = "gpus.csv row \"H100-PCIe-80GB\" (H100 datasheet)"},
       // gpus.csv row "H200-SXM-141GB" (STREAM 4.00-4.48 TB/s, Azure ND H200 v5); 132 SMs.
       {.name = "H200-SXM-141GB", .memory_bytes = 141 * kGiB, .hbm_bytes_per_s = 4800 * kGB,
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
        .fp8_flops = 1979 * kTFLOP, .measured_hbm_bytes_per_s = 4.00e12, .sm_count = 132,
-       .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5},
+       .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5,
+       .source = "gpus.csv row \"H200-SXM-141GB\" (H200 datasheet; STREAM, Azure ND H200 v5)"},
       // gpus.csv row "B200 (HGX/DGX B200)" (MAMF 1745.0 TF); 148 SMs.
       {.name = "B200", .memory_bytes = 180 * kGiB, .hbm_bytes_per_s = 8000 * kGB,
        .fp32_flops = 80 * kTFLOP, .tf32_flops = 1125 * kTFLOP, .bf16_flops = 2250 * kTFLOP,
        .fp8_flops = 4500 * kTFLOP, .measured_matmul_bf16_flops = 1745.0 * kTFLOP,
-       .sm_count = 148, .nvlink_gen = 5, .nvlink_bytes_per_s = 900 * kGB, .pcie_gen = 5},
+       .sm_count = 148, .nvlink_gen = 5, .nvlink_bytes_per_s = 900 * kGB, .pcie_gen = 5,
+       .source = "gpus.csv row \"B200 (HGX/DGX B200)\" (DGX B200 datasheet; MAMF measurement)"},
       // gpus.csv row "L40S"; 142 SMs; no NVLink.
       {.name = "L40S", .memory_bytes = 48 * kGiB, .hbm_bytes_per_s = 864 * kGB,
        .fp32_flops = 91.6 * kTFLOP, .tf32_flops = 183 * kTFLOP, .bf16_flops = 362 * kTFLOP,
-       .fp8_flops = 733 * kTFLOP, .sm_count = 142, .nvlink_gen = 0, .pcie_gen = 4},
+       .fp8_flops = 733 * kTFLOP, .sm_count = 142, .nvlink_gen = 0, .pcie_gen = 4,
+       .source = "gpus.csv row \"L40S\" (L40S datasheet)"},
       // gpus.csv rows "RTX 3090 24GB" and "RTX 3090 NVLink bridge" (56.25 GB/s/dir); 82 SMs.
       {.name = "RTX-3090", .memory_bytes = 24 * kGiB, .hbm_bytes_per_s = 936 * kGB,
        .fp32_flops = 35.6 * kTFLOP, .tf32_flops = 35.6 * kTFLOP, .bf16_flops = 71 * kTFLOP,
        .fp8_flops = 0, .sm_count = 82, .nvlink_gen = 3, .nvlink_bytes_per_s = 56.25 * kGB,
-       .nvlink_bridge_only = true, .pcie_gen = 4},
+       .nvlink_bridge_only = true, .pcie_gen = 4,
+       .source = "gpus.csv rows \"RTX 3090 24GB\", \"RTX 3090 NVLink bridge\" (GA102 whitepaper)"},
       // gpus.csv row "RTX 4090 24GB" (fp8 = FP8 w/ FP32 accumulate); 128 SMs; no NVLink.
       {.name = "RTX-4090", .memory_bytes = 24 * kGiB, .hbm_bytes_per_s = 1008 * kGB,
        .fp32_flops = 82.6 * kTFLOP, .tf32_flops = 82.6 * kTFLOP, .bf16_flops = 165.2 * kTFLOP,
-       .fp8_flops = 330.3 * kTFLOP, .sm_count = 128, .nvlink_gen = 0, .pcie_gen = 4},
+       .fp8_flops = 330.3 * kTFLOP, .sm_count = 128, .nvlink_gen = 0, .pcie_gen = 4,
+       .source = "gpus.csv row \"RTX 4090 24GB\" (Ada AD102 whitepaper)"},
       // Not in gpus.csv. Turing TU102 whitepaper appendix (RTX 2080 Ti reference clocks): 11 GB
       // GDDR6 616 GB/s, 13.4 TF FP32, 53.8 TF FP16 tensor w/ FP32 accumulate, 68 SMs, no TF32;
       // NVLink 2 bridge (2 x8 links, 100 GB/s bidir = 50/dir); PCIe Gen3.
       {.name = "RTX-2080Ti", .memory_bytes = 11 * kGiB, .hbm_bytes_per_s = 616 * kGB,
        .fp32_flops = 13.4 * kTFLOP, .tf32_flops = 0, .bf16_flops = 53.8 * kTFLOP,
        .fp8_flops = 0, .sm_count = 68, .nvlink_gen = 2, .nvlink_bytes_per_s = 50 * kGB,
-       .nvlink_bridge_only = true, .pcie_gen = 3},
+       .nvlink_bridge_only = true, .pcie_gen = 3,
+       .source = "NVIDIA Turing TU102 whitepaper appendix (not in gpus.csv)"},
       // gpus.csv row "AMD MI300X" (MAMF 668.4 TF, ROCm 6.3); 304 CUs; xGMI is not NVLink.
       {.name = "MI300X", .memory_bytes = 192 * kGiB, .hbm_bytes_per_s = 5300 * kGB,
        .fp32_flops = 163.4 * kTFLOP, .tf32_flops = 653.7 * kTFLOP, .bf16_flops = 1307.4 * kTFLOP,
        .fp8_flops = 2614.9 * kTFLOP, .measured_matmul_bf16_flops = 668.4 * kTFLOP,
-       .sm_count = 304, .nvlink_gen = 0, .pcie_gen = 5},
+       .sm_count = 304, .nvlink_gen = 0, .pcie_gen = 5,
+       .source = "gpus.csv row \"AMD MI300X\" (AMD datasheet; MAMF measurement, ROCm 6.3)"},
   };
 }
 

@@ -30,6 +30,7 @@ struct GpuSpec {
   double nvlink_bytes_per_s = 0;       // NVLink per GPU per direction (all links together)
   bool nvlink_bridge_only = false;     // NVLink only via a 2-GPU bridge (no NVSwitch parts)
   int pcie_gen = 4;
+  std::string source;                  // where the figures come from
 
   // Peak dense FLOP/s for a precision; throws InputError when the GPU lacks it.
   double peak_flops(Precision p) const;

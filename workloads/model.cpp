@@ -7,14 +7,52 @@
 
 namespace dtsim {
 
-double ModelShape::params_per_layer() const {
-  const double h = hidden, f = ffn_or_default(), kv = kv_dim();
-  const double qkv = h * (h + 2 * kv) + (bias ? h + 2 * kv : 0);
+namespace {
+constexpr double kNormParams = 2;  // gain and bias per channel (RMS norms, gain only, are counted alike)
+}
+
+double ModelShape::attention_params() const {
+  const double h = hidden;
+  if (is_mla()) {
+    const double a = heads, q_head = nope_head_dim + rope_head_dim;
+    const double q = q_lora_rank > 0 ? h * q_lora_rank + kNormParams * q_lora_rank + q_lora_rank * a * q_head
+                                     : h * a * q_head;
+    const double kv = h * (kv_lora_rank + rope_head_dim) + kNormParams * kv_lora_rank +
+                      kv_lora_rank * a * (nope_head_dim + v_head_dim);
+    return q + kv + a * v_head_dim * h;
+  }
+  const double kv = kv_dim();
+  const double qkv = h * (h + 2 * kv) + (bias || qkv_bias ? h + 2 * kv : 0);
   const double out = h * h + (bias ? h : 0);
+  return qkv + out;
+}
+
+double ModelShape::expert_params() const { return 3.0 * hidden * expert_ffn_hidden; }
+
+double ModelShape::params_per_layer() const {
+  const double h = hidden, f = ffn_or_default();
   const double mlp = ffn == FfnKind::gelu ? 2 * h * f + (bias ? f + h : 0)
                                           : 3 * h * f + (bias ? 2 * f + h : 0);
-  const double norms = 2 * 2 * h;  // two layer norms, gain and bias
-  return qkv + out + mlp + norms;
+  const double norms = 2 * kNormParams * h;  // two layer norms
+  return attention_params() + mlp + norms;
+}
+
+double ModelShape::moe_layer_params() const {
+  return attention_params() + static_cast<double>(hidden) * experts + (experts + shared_experts) * expert_params() +
+         2 * kNormParams * hidden;
+}
+
+double ModelShape::moe_layer_active_params() const {
+  return attention_params() + static_cast<double>(hidden) * experts +
+         (active_experts + shared_experts) * expert_params() + 2 * kNormParams * hidden;
+}
+
+double ModelShape::transformer_params() const {
+  return (layers - moe_layers()) * params_per_layer() + moe_layers() * moe_layer_params();
+}
+
+double ModelShape::kv_cache_elements_per_token_layer() const {
+  return is_mla() ? static_cast<double>(kv_lora_rank + rope_head_dim) : 2 * kv_dim();
 }
 
 double ModelShape::embedding_params() const {
@@ -27,7 +65,12 @@ double ModelShape::head_params() const { return tied_embeddings ? 0 : static_cas
 double ModelShape::final_norm_params() const { return 2.0 * hidden * (embedding_norm ? 2 : 1); }
 
 double ModelShape::total_params() const {
-  return layers * params_per_layer() + embedding_params() + head_params() + final_norm_params();
+  return transformer_params() + embedding_params() + head_params() + final_norm_params();
+}
+
+double ModelShape::active_params() const {
+  const double other_embedding_rows = (static_cast<double>(vocab) - 1) * hidden;  // a token reads one row
+  return total_params() - other_embedding_rows - moe_layers() * (moe_layer_params() - moe_layer_active_params());
 }
 
 FfnKind parse_ffn_kind(std::string_view text, std::string_view key) {

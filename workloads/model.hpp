@@ -1,4 +1,5 @@
-// Decoder-only transformer shapes and their parameter counts, plus the catalog of named models.
+// Decoder-only transformer shapes and their parameter counts (total, and active per token for
+// mixture-of-experts models), plus the catalog of named models.
 #pragma once
 #include <string>
 #include <string_view>
@@ -24,17 +25,51 @@ struct ModelShape {
   bool embedding_norm = false;  // a layer norm right after the embedding (BLOOM)
   bool bias = true;             // linear layers carry biases (GPT, BLOOM; not Llama)
   bool parallel_block = false;  // attention and MLP side by side on the layer input (GPT-J/NeoX)
+  bool qkv_bias = false;        // only the Q, K, V projections carry biases (Qwen2); implied by bias
+  // Mixture of experts (DeepSeek-V3/R1): the first dense_layers layers have a dense MLP of
+  // ffn_hidden; every other layer routes each token to active_experts of `experts` routed
+  // experts plus shared_experts always-on ones, each a SwiGLU MLP of expert_ffn_hidden, chosen
+  // by a router (hidden x experts). experts = 0: a dense model.
+  int experts = 0;
+  int active_experts = 0;
+  int shared_experts = 0;
+  int expert_ffn_hidden = 0;
+  int dense_layers = 0;
+  // Multi-head latent attention (DeepSeek-V2/V3): queries through a rank-q_lora_rank bottleneck,
+  // keys and values from a kv_lora_rank latent plus a shared rope_head_dim rotary key; per head
+  // nope_head_dim + rope_head_dim query/key dims and v_head_dim value dims. kv_lora_rank = 0: none.
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int rope_head_dim = 0;
+  int nope_head_dim = 0;
+  int v_head_dim = 0;
+  std::string source;           // where the shape comes from (catalog models)
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
   double head_dim() const { return static_cast<double>(hidden) / heads; }
   double kv_dim() const { return head_dim() * kv_heads_or_heads(); }
 
-  double params_per_layer() const;
+  bool is_moe() const { return experts > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  int moe_layers() const { return is_moe() ? layers - dense_layers : 0; }
+
+  double attention_params() const;   // one layer's attention block (projections, MLA norms)
+  double expert_params() const;      // one expert's SwiGLU MLP
+  double params_per_layer() const;   // a dense layer: attention + dense MLP + norms
+  double moe_layer_params() const;   // an MoE layer: attention + router + all experts + norms
+  double moe_layer_active_params() const;  // what one token uses of an MoE layer
+  double transformer_params() const; // all layers
   double embedding_params() const;   // token (+ position) embeddings
   double head_params() const;        // untied LM head (0 when tied)
   double final_norm_params() const;  // final norm (+ embedding norm)
   double total_params() const;
+  // Parameters one token uses: all but the routed experts it skips and the embedding rows of
+  // other tokens (an embedding is a lookup of one row).
+  double active_params() const;
+  // Elements of the KV cache per token and layer: 2 x kv_heads x head_dim, or with MLA the
+  // latent plus the rotary key (kv_lora_rank + rope_head_dim).
+  double kv_cache_elements_per_token_layer() const;
 };
 
 FfnKind parse_ffn_kind(std::string_view text, std::string_view key);

@@ -21,6 +21,33 @@ ModelShape gpt(std::string name, int layers, int hidden, int heads, int vocab = 
   return m;
 }
 
+ModelShape with_source(ModelShape m, std::string source) {
+  m.source = std::move(source);
+  return m;
+}
+
+// A Llama-style shape: SwiGLU, rotary positions, RMS norms (counted as layer norms), no biases,
+// untied embeddings.
+ModelShape llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int vocab, int seq,
+                 std::string source) {
+  ModelShape m = gpt(std::move(name), layers, hidden, heads, vocab, seq);
+  m.kv_heads = kv_heads;
+  m.ffn = FfnKind::swiglu;
+  m.ffn_hidden = ffn;
+  m.position = PositionEmbedding::none;
+  m.tied_embeddings = false;
+  m.bias = false;
+  return with_source(std::move(m), std::move(source));
+}
+
+// A Qwen2/2.5 shape: Llama-style with biases on the Q, K, V projections only.
+ModelShape qwen(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int vocab,
+                std::string source) {
+  ModelShape m = llama(std::move(name), layers, hidden, heads, kv_heads, ffn, vocab, 4096, std::move(source));
+  m.qkv_bias = true;
+  return m;
+}
+
 std::vector<ModelShape> make_catalog() {
   std::vector<ModelShape> c;
   // BigScience BLOOM-176B model card: 70 layers, hidden 14336, 112 heads, vocab 250880, seq 2048,
@@ -28,49 +55,89 @@ std::vector<ModelShape> make_catalog() {
   ModelShape bloom = gpt("bloom-176b", 70, 14336, 112, 250880, 2048);
   bloom.position = PositionEmbedding::none;
   bloom.embedding_norm = true;
-  c.push_back(bloom);
+  c.push_back(with_source(bloom, "BLOOM-176B model card (BigScience 2022): 176,247M parameters"));
   // Narayanan et al. 2021 Table 1 and Korthikanti et al. 2022 Table 3 (vocab 51200, seq 2048).
-  c.push_back(gpt("gpt-1.7b", 24, 2304, 24));
-  c.push_back(gpt("gpt-3.6b", 30, 3072, 32));
-  c.push_back(gpt("gpt-7.5b", 36, 4096, 32));
-  c.push_back(gpt("gpt-18.4b", 40, 6144, 48));
-  c.push_back(gpt("gpt-22b", 48, 6144, 64));
-  c.push_back(gpt("gpt-39.1b", 48, 8192, 64));
-  c.push_back(gpt("gpt-76.1b", 60, 10240, 80));
-  c.push_back(gpt("gpt-145.6b", 80, 12288, 96));
-  c.push_back(gpt("gpt3-175b", 96, 12288, 96));
-  c.push_back(gpt("gpt-310.1b", 96, 16384, 128));
-  c.push_back(gpt("gpt-530b", 105, 20480, 128));
-  c.push_back(gpt("gpt-1t", 128, 25600, 160));
+  const char* megatron = "Megatron GPT series: Narayanan et al. 2021 Table 1 (vocab 51200, seq 2048)";
+  c.push_back(with_source(gpt("gpt-1.7b", 24, 2304, 24), megatron));
+  c.push_back(with_source(gpt("gpt-3.6b", 30, 3072, 32), megatron));
+  c.push_back(with_source(gpt("gpt-7.5b", 36, 4096, 32), megatron));
+  c.push_back(with_source(gpt("gpt-18.4b", 40, 6144, 48), megatron));
+  c.push_back(with_source(gpt("gpt-22b", 48, 6144, 64), "Korthikanti et al. 2022 Table 3 (vocab 51200, seq 2048)"));
+  c.push_back(with_source(gpt("gpt-39.1b", 48, 8192, 64), megatron));
+  c.push_back(with_source(gpt("gpt-76.1b", 60, 10240, 80), megatron));
+  c.push_back(with_source(gpt("gpt-145.6b", 80, 12288, 96), megatron));
+  c.push_back(with_source(gpt("gpt3-175b", 96, 12288, 96), "GPT-3 175B shape (Brown et al. 2020) as in Narayanan et al. 2021 Table 2: 174.6B"));
+  c.push_back(with_source(gpt("gpt-310.1b", 96, 16384, 128), megatron));
+  c.push_back(with_source(gpt("gpt-530b", 105, 20480, 128), megatron));
+  c.push_back(with_source(gpt("gpt-1t", 128, 25600, 160), megatron));
+  // Smith et al. 2022 (MT-NLG): 105 layers, hidden 20480, 128 heads, seq 2048, GPT-2 BPE vocab 50257.
+  c.push_back(with_source(gpt("mt-nlg-530b", 105, 20480, 128, 50257, 2048),
+                          "Smith et al. 2022 (Megatron-Turing NLG 530B) Table 1; GPT-2 vocab 50257: 530B"));
+  // Zhang et al. 2022 (OPT) Table 1: 96 layers, 96 heads, hidden 12288; HF facebook/opt-175b style
+  // config: vocab 50272, 2048 learned positions, tied embeddings, biases, ReLU MLP (2 matrices).
+  c.push_back(with_source(gpt("opt-175b", 96, 12288, 96, 50272, 2048), "Zhang et al. 2022 (OPT) Table 1: 175B"));
   // EleutherAI GPT-NeoX-20B (Black et al. 2022): 44 layers, hidden 6144, 64 heads, vocab 50432,
   // rotary positions, untied embeddings; 20.55B parameters.
   ModelShape neox = gpt("gpt-neox-20b", 44, 6144, 64, 50432, 2048);
   neox.position = PositionEmbedding::none;
   neox.tied_embeddings = false;
   neox.parallel_block = true;  // x + attn(ln1(x)) + mlp(ln2(x))
-  c.push_back(neox);
-  // Meta Llama-2-7B (Touvron et al. 2023): 32 layers, hidden 4096, SwiGLU 11008, vocab 32000,
-  // seq 4096, RMS norm (counted as layer norm here), no biases, untied; 6.74B parameters.
-  ModelShape llama7 = gpt("llama2-7b", 32, 4096, 32, 32000, 4096);
-  llama7.ffn = FfnKind::swiglu;
-  llama7.ffn_hidden = 11008;
-  llama7.position = PositionEmbedding::none;
-  llama7.tied_embeddings = false;
-  llama7.bias = false;
-  c.push_back(llama7);
-  // Meta Llama-2-70B (Touvron et al. 2023): 80 layers, hidden 8192, 64 heads with 8 key/value
-  // heads (GQA), SwiGLU 28672, vocab 32000, seq 4096, no biases, untied; 68.98B parameters.
-  ModelShape llama70 = llama7;
-  llama70.name = "llama2-70b";
-  llama70.layers = 80;
-  llama70.hidden = 8192;
-  llama70.heads = 64;
-  llama70.kv_heads = 8;
-  llama70.ffn_hidden = 28672;
-  c.push_back(llama70);
+  c.push_back(with_source(neox, "Black et al. 2022 (GPT-NeoX-20B): 20.55B"));
+  // Meta Llama 2 (Touvron et al. 2023 Table 1 and the HF config.json files): vocab 32000, seq 4096.
+  c.push_back(llama("llama2-7b", 32, 4096, 32, 32, 11008, 32000, 4096,
+                    "Touvron et al. 2023 (Llama 2); HF meta-llama/Llama-2-7b-hf config.json: 6.74B"));
+  c.push_back(llama("llama2-13b", 40, 5120, 40, 40, 13824, 32000, 4096,
+                    "Touvron et al. 2023 (Llama 2); HF meta-llama/Llama-2-13b-hf config.json: 13.02B"));
+  c.push_back(llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096,
+                    "Touvron et al. 2023 (Llama 2); HF meta-llama/Llama-2-70b-hf config.json: 68.98B"));
+  // Meta Llama 3 / 3.1 / 3.3 (Grattafiori et al. 2024 Table 3 and HF config.json): vocab 128256,
+  // 8 KV heads; seq_len is the 8192-token pre-training length (3.1/3.3 extend the context to 128K).
+  const auto llama3 = [&](const char* name, int layers, int hidden, int heads, int ffn, const char* config) {
+    c.push_back(llama(name, layers, hidden, heads, 8, ffn, 128256, 8192,
+                      fmt::format("Grattafiori et al. 2024 (Llama 3) Table 3; HF {} config.json", config)));
+  };
+  llama3("llama3-8b", 32, 4096, 32, 14336, "meta-llama/Meta-Llama-3-8B: 8.03B");
+  llama3("llama3-70b", 80, 8192, 64, 28672, "meta-llama/Meta-Llama-3-70B: 70.55B");
+  llama3("llama3.1-8b", 32, 4096, 32, 14336, "meta-llama/Llama-3.1-8B: 8.03B");
+  llama3("llama3.1-70b", 80, 8192, 64, 28672, "meta-llama/Llama-3.1-70B: 70.55B");
+  llama3("llama3.1-405b", 126, 16384, 128, 53248, "meta-llama/Llama-3.1-405B: 405.85B");
+  llama3("llama3.3-70b", 80, 8192, 64, 28672, "meta-llama/Llama-3.3-70B-Instruct: 70.55B");
+  // DeepSeek-R1 (HF deepseek-ai/DeepSeek-R1 config.json, the DeepSeek-V3 architecture): 61
+  // layers, hidden 7168, 128 heads, MLA with q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
+  // qk_rope 64, v_head 128; first 3 layers dense (intermediate 18432), then 256 routed experts
+  // (8 per token) + 1 shared of 2048; vocab 129280, untied; 4096-token pre-training sequences.
+  // 671B total (without the 14B multi-token-prediction module), 37B active (DeepSeek-V3 report).
+  ModelShape r1 = llama("deepseek-r1", 61, 7168, 128, 128, 18432, 129280, 4096,
+                        "DeepSeek-AI 2025 (DeepSeek-R1) / DeepSeek-V3 report; HF deepseek-ai/DeepSeek-R1 "
+                        "config.json: 671B total, 37B active");
+  r1.experts = 256;
+  r1.active_experts = 8;
+  r1.shared_experts = 1;
+  r1.expert_ffn_hidden = 2048;
+  r1.dense_layers = 3;
+  r1.q_lora_rank = 1536;
+  r1.kv_lora_rank = 512;
+  r1.nope_head_dim = 128;
+  r1.rope_head_dim = 64;
+  r1.v_head_dim = 128;
+  c.push_back(r1);
+  // DeepSeek-R1-Distill (HF deepseek-ai/DeepSeek-R1-Distill-* config.json; bases Qwen2.5-Math-1.5B,
+  // Qwen2.5-Math-7B, Qwen2.5-14B, Qwen2.5-32B, Llama-3.1-8B, Llama-3.3-70B-Instruct).
+  c.push_back(qwen("deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 8960, 151936,
+                   "HF deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B config.json: 1.78B"));
+  c.push_back(qwen("deepseek-r1-distill-qwen-7b", 28, 3584, 28, 4, 18944, 152064,
+                   "HF deepseek-ai/DeepSeek-R1-Distill-Qwen-7B config.json: 7.62B"));
+  c.push_back(qwen("deepseek-r1-distill-qwen-14b", 48, 5120, 40, 8, 13824, 152064,
+                   "HF deepseek-ai/DeepSeek-R1-Distill-Qwen-14B config.json: 14.77B"));
+  c.push_back(qwen("deepseek-r1-distill-qwen-32b", 64, 5120, 40, 8, 27648, 152064,
+                   "HF deepseek-ai/DeepSeek-R1-Distill-Qwen-32B config.json: 32.76B"));
+  c.push_back(llama("deepseek-r1-distill-llama-8b", 32, 4096, 32, 8, 14336, 128256, 8192,
+                    "HF deepseek-ai/DeepSeek-R1-Distill-Llama-8B config.json (Llama-3.1-8B): 8.03B"));
+  c.push_back(llama("deepseek-r1-distill-llama-70b", 80, 8192, 64, 8, 28672, 128256, 8192,
+                    "HF deepseek-ai/DeepSeek-R1-Distill-Llama-70B config.json (Llama-3.3-70B): 70.55B"));
   // GPT-2 XL class 1.5B used for workstation runs (48 layers, 1600 hidden, 25 heads, vocab 50257,
   // seq 1024, learned positions); 1.56B parameters.
-  c.push_back(gpt("gpt2-xl", 48, 1600, 25, 50257, 1024));
+  c.push_back(with_source(gpt("gpt2-xl", 48, 1600, 25, 50257, 1024), "Radford et al. 2019 (GPT-2 XL): 1.56B"));
   return c;
 }
 

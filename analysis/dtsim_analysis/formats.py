@@ -6,11 +6,13 @@ from .tables import text
 
 TRACE_FORMAT, TRACE_FORMAT_VERSION = "dtsim-trace", 2
 SWEEP_FORMAT, SWEEP_FORMAT_VERSION = "dtsim-sweep", 1
-_VERSIONS = {TRACE_FORMAT: TRACE_FORMAT_VERSION, SWEEP_FORMAT: SWEEP_FORMAT_VERSION}
+ADVISE_FORMAT, ADVISE_FORMAT_VERSION = "dtsim-advise", 1
+_VERSIONS = {TRACE_FORMAT: TRACE_FORMAT_VERSION, SWEEP_FORMAT: SWEEP_FORMAT_VERSION,
+             ADVISE_FORMAT: ADVISE_FORMAT_VERSION}
 
 
 class FormatError(ValueError):
-    """The file is not a dtsim trace or sweep, or has a format_version this package does not read."""
+    """The file is not a dtsim trace, sweep or advise table, or has a format_version this package does not read."""
 
 
 def open_checked(path: str):
@@ -24,7 +26,7 @@ def open_checked(path: str):
     if found not in _VERSIONS:
         f.close()
         raise FormatError(f"{path}: not a dtsim file (format attribute is '{found}', "
-                          f"expected '{TRACE_FORMAT}' or '{SWEEP_FORMAT}')")
+                          f"expected '{TRACE_FORMAT}', '{SWEEP_FORMAT}' or '{ADVISE_FORMAT}')")
     if version != _VERSIONS[found]:
         f.close()
         raise FormatError(f"{path}: {found} format_version {version} is not supported "
