@@ -51,13 +51,20 @@ double ComputeModel::gemm_seconds(double m, double n, double k, double batch) co
 }
 
 double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) const {
-  // FlashAttention-2 (Dao 2023) on A100 at head dim 128: ~70 % of peak forward, ~60 % backward;
-  // lower at head dim 64. Modelled as the matmul scale x d / (d + 32), backward x 0.85, on the
-  // causal half of the score FLOPs.
+  // FlashAttention-2: the GPU's published forward fraction of peak at head dim 128 (or, without
+  // one, 0.8 of its matmul efficiency), scaled by d / (d + 32) relative to d = 128; the backward
+  // pass at 0.85 of the forward's efficiency, plus its recomputation of QK^T (2.5 forward GEMMs
+  // instead of 2). Both run on the causal half of the score FLOPs.
   const double d = p.gemm_k[op];
-  double eff = std::min(1.0, matmul_scale_ * depth_factor(kReferenceDepth) * d / (d + 32));
-  if (p.phase[op] == Phase::backward) eff *= 0.85;
-  return 0.5 * p.flops[op] / (peak_ * eff);
+  const double at_128 = gpu_.flash_attention_fraction > 0 ? gpu_.flash_attention_fraction
+                                                         : 0.8 * matmul_scale_ * depth_factor(kReferenceDepth);
+  double eff = std::min(1.0, at_128 * (d / (d + 32)) / (128.0 / 160.0));
+  double work = 0.5 * p.flops[op];
+  if (p.phase[op] == Phase::backward) {
+    eff *= 0.85;
+    work *= 1.25;
+  }
+  return work / (peak_ * eff);
 }
 
 OpTiming ComputeModel::time(const StageProgram& p, int op) const {

@@ -7,7 +7,7 @@
 // steps of K. The scale is anchored on the GPU's measured best matmul rate (catalog), which is
 // taken to be reached by a large, wave-aligned GEMM. A backward GEMM is timed as its two GEMMs
 // (input gradient and weight gradient), each with its own shape. Fused (flash) attention runs
-// at a fraction of the matmul efficiency that grows with the head dimension.
+// at the GPU's published FlashAttention-2 fraction of peak, growing with the head dimension.
 #pragma once
 #include "sim/base/units.hpp"
 #include "topologies/gpu_catalog.hpp"

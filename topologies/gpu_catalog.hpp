@@ -25,6 +25,10 @@ struct GpuSpec {
   double fp8_flops = 0;                // tensor-core FP8 dense peak (0: none)
   double measured_matmul_bf16_flops = 0;  // best measured large GEMM (MAMF), 0 if unknown
   double measured_hbm_bytes_per_s = 0;    // measured STREAM-like bandwidth, 0 if unknown
+  // FlashAttention-2 forward at head dim 128 as a fraction of the dense BF16 peak, where
+  // published (0 if unknown): its kernels use Ampere-style MMA, so Hopper reaches far less of
+  // its (wgmma) peak than Ampere does.
+  double flash_attention_fraction = 0;
   int sm_count = 0;                    // streaming multiprocessors (tile/wave quantization)
   int nvlink_gen = 0;                  // 0: none
   double nvlink_bytes_per_s = 0;       // NVLink per GPU per direction (all links together)
