@@ -48,11 +48,12 @@ std::vector<double> parse_size_sweep(std::string_view text, std::string_view key
 }
 
 std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKind kind, int gpus,
-                                              const std::vector<double>& sizes, std::optional<Protocol> protocol) {
+                                              const std::vector<double>& sizes, std::optional<Protocol> protocol,
+                                              std::optional<Algorithm> algorithm) {
   if (gpus < 2 || gpus > graph.num_gpus())
     throw InputError(fmt::format("--gpus {}: need 2 .. {} (the GPUs of the cluster)", gpus, graph.num_gpus()));
   const Router router(graph);
-  const CommModel comm(graph, router, protocol);
+  const CommModel comm(graph, router, protocol, algorithm);
   std::vector<int> group(gpus);
   std::iota(group.begin(), group.end(), 0);
   const RingSet rings = comm.rings(group);
@@ -70,6 +71,7 @@ std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKin
     p.time_s = ns_to_seconds(done.front().end_ns);
     p.algbw_GBps = bytes / p.time_s / kGB;
     p.busbw_GBps = p.algbw_GBps * CommModel::bytes_per_hop(kind, 1.0, gpus);
+    p.algorithm = cost.algorithm;
     p.protocol = cost.protocol;
     p.channels = static_cast<int>(rings.rings.size());
     out.push_back(p);

@@ -17,8 +17,9 @@ struct CollectivePoint {
   double time_s = 0;
   double algbw_GBps = 0;  // bytes / time
   double busbw_GBps = 0;  // algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, all-gather)
+  Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
-  int channels = 1;       // rings
+  int channels = 1;       // rings (tree: channels of two trees each)
 };
 
 // "all_reduce" | "reduce_scatter" | "all_gather"; throws InputError naming `key`.
@@ -27,9 +28,10 @@ CommKind parse_collective(std::string_view text, std::string_view key);
 // is allowed. Throws InputError naming `key`.
 std::vector<double> parse_size_sweep(std::string_view text, std::string_view key);
 
-// Ring collective over GPUs 0..gpus-1 of `graph`, one size at a time on an idle network, with the
-// protocol chosen per size (or `protocol` forced).
+// A collective over GPUs 0..gpus-1 of `graph`, one size at a time on an idle network, with the
+// algorithm and protocol chosen per size (or forced).
 std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKind kind, int gpus,
-                                              const std::vector<double>& sizes, std::optional<Protocol> protocol);
+                                              const std::vector<double>& sizes, std::optional<Protocol> protocol,
+                                              std::optional<Algorithm> algorithm = std::nullopt);
 
 }  // namespace dtsim

@@ -34,6 +34,15 @@ std::string_view protocol_name(Protocol p) {
   return p == Protocol::ll ? "ll" : p == Protocol::ll128 ? "ll128" : "simple";
 }
 
+std::string_view algorithm_name(Algorithm a) { return a == Algorithm::ring ? "ring" : "tree"; }
+
+std::optional<Algorithm> parse_algorithm(std::string_view text, std::string_view key) {
+  if (text == "auto") return std::nullopt;
+  if (text == "ring") return Algorithm::ring;
+  if (text == "tree") return Algorithm::tree;
+  throw InputError(fmt::format("{} = '{}': valid values are auto, ring, tree", key, text));
+}
+
 std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key) {
   if (text == "auto") return std::nullopt;
   if (text == "ll") return Protocol::ll;
@@ -73,8 +82,10 @@ PathParams params_of(const ClusterGraph& graph, const RouteInfo& route) {
 
 }  // namespace
 
-CommModel::CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced)
-    : graph_(graph), router_(router), forced_(forced), nics_per_node_(graph.num_nodes(), 0) {
+CommModel::CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced,
+                     std::optional<Algorithm> forced_algorithm)
+    : graph_(graph), router_(router), forced_(forced), forced_algorithm_(forced_algorithm),
+      nics_per_node_(graph.num_nodes(), 0) {
   for (auto v : boost::make_iterator_range(boost::vertices(graph.graph()))) {
     const Device& d = graph.device(v);
     if (d.kind == DeviceKind::nic && d.node >= 0) ++nics_per_node_[d.node];
@@ -97,6 +108,9 @@ RingSet CommModel::rings(std::span<const int> gpus) const {
     nodes.push_back(gpus.subspan(i, j - i));
     i = j;
   }
+  set.members_per_node = static_cast<int>(nodes.front().size());
+  for (std::span<const int> members : nodes)
+    if (static_cast<int>(members.size()) != set.members_per_node) set.members_per_node = 0;
   int channels = 1;
   if (nodes.size() > 1) {
     channels = std::numeric_limits<int>::max();
@@ -141,32 +155,55 @@ int CommModel::steps(CommKind kind, int n) {
   return kind == CommKind::all_reduce ? 2 * (n - 1) : kind == CommKind::send ? 1 : n - 1;
 }
 
-CollectiveCost CommModel::cost_with(Protocol p, CommKind kind, double bytes, const RingSet& set) const {
+int CommModel::tree_steps(const RingSet& set) {
+  const int depth = static_cast<int>(std::floor(std::log2(std::max(set.nodes(), 1))));
+  return 2 * (depth + set.members_per_node - 1);
+}
+
+bool CommModel::tree_applies(CommKind kind, const RingSet& set) {
+  return kind == CommKind::all_reduce && set.nodes() >= 2;
+}
+
+CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& set) const {
   const int n = set.members(), k = static_cast<int>(set.rings.size());
   const int pi = static_cast<int>(p), ci = static_cast<int>(set.hop_class);
-  const int steps_n = steps(kind, n);
-  const double share = bytes / k;  // each ring's part of the message
+  const bool tree = a == Algorithm::tree;
+  const int steps_n = tree ? tree_steps(set) : steps(kind, n);
+  // Each channel's part of the message; a tree channel carries half of it on each of its trees.
+  const double share = bytes / k / (tree ? 2 : 1);
+  const double slice = tree ? share : share / n;  // what one pipeline step moves
   double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[ci][pi] + set.latency_ns));
-  if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, share / n) / set.bytes_per_s;
+  if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, slice) / set.bytes_per_s;
   CollectiveCost c;
+  c.algorithm = a;
   c.protocol = p;
-  c.wire_factor = kWireFactor[pi];
+  c.wire_factor = kWireFactor[pi] * (tree ? kTreeEfficiency : 1.0);
   if (set.hop_class == HopClass::host) {
     c.wire_factor *= kHostStagingFactor;
     if (kind == CommKind::all_reduce || kind == CommKind::reduce_scatter) c.wire_factor *= kHostReductionFactor;
   }
   c.tail_ns = seconds_to_ns(tail_s);
-  c.estimate_ns = seconds_to_ns(tail_s + bytes_per_hop(kind, share, n) / (set.bytes_per_s * c.wire_factor));
+  // The busiest direction of a tree: an inner node's head sends up once and down to two
+  // children on one tree, and up once on the other: 4 shares.
+  const double busiest = tree ? 4 * share : bytes_per_hop(kind, share, n);
+  c.estimate_ns = seconds_to_ns(tail_s + busiest / (set.bytes_per_s * c.wire_factor));
   return c;
 }
 
 CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) const {
-  if (forced_) return cost_with(*forced_, kind, bytes, set);
-  CollectiveCost best = cost_with(Protocol::ll, kind, bytes, set);
-  for (Protocol p : {Protocol::ll128, Protocol::simple}) {
-    const CollectiveCost c = cost_with(p, kind, bytes, set);
-    if (c.estimate_ns < best.estimate_ns) best = c;
-  }
+  std::vector<Algorithm> algorithms = {Algorithm::ring};
+  if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
+  if (forced_algorithm_ && (*forced_algorithm_ == Algorithm::ring || tree_applies(kind, set)))
+    algorithms = {*forced_algorithm_};
+  std::vector<Protocol> protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
+  if (forced_) protocols = {*forced_};
+  CollectiveCost best;
+  best.estimate_ns = std::numeric_limits<TimeNs>::max();
+  for (Algorithm a : algorithms)
+    for (Protocol p : protocols) {
+      const CollectiveCost c = cost_with(a, p, kind, bytes, set);
+      if (c.estimate_ns < best.estimate_ns) best = c;
+    }
   return best;
 }
 

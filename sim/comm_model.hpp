@@ -12,7 +12,9 @@
 // hop latency (by the class of the slowest hop: NVLink, PCIe, network) and, for the Simple
 // protocol, the pipeline fill: every step must first fill one slice (NCCL's 4 MiB channel
 // buffer, or the message's per-rank share if smaller) before the next hop can drain it. The
-// protocol (LL, LL128, Simple) is the fastest by this estimate unless forced. The constants are
+// protocol (LL, LL128, Simple) is the fastest by this estimate unless forced. All-reduces across
+// nodes may also run as NCCL's double binary tree (fewer latency steps: 2 (log2 nodes + chain)
+// instead of 2 (n - 1)); the algorithm is likewise the fastest unless forced. The constants are
 // per link class and protocol, fitted on the 8 x A100 NVSwitch all-reduce sweep of
 // shared/validation/collectives.csv and checked on the other rows (tests/collectives_validation_test).
 #pragma once
@@ -33,11 +35,16 @@ namespace dtsim {
 double achievable_fraction(LinkKind kind);
 
 enum class Protocol : std::uint8_t { ll, ll128, simple };
+// tree: NCCL's double binary tree for all-reduce across nodes (a chain inside each node, two
+// complementary binary trees over the nodes, each carrying half the data).
+enum class Algorithm : std::uint8_t { ring, tree };
 // host: GPU-to-GPU through a CPU without peer-to-peer, staged in host memory (NCCL's SHM path).
 enum class HopClass : std::uint8_t { nvlink, pcie, host, network };
 std::string_view protocol_name(Protocol p);
-// "auto" gives nullopt (the model chooses); throws InputError naming the key otherwise.
+std::string_view algorithm_name(Algorithm a);
+// "auto" gives nullopt (the model chooses); throw InputError naming the key otherwise.
 std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key);
+std::optional<Algorithm> parse_algorithm(std::string_view text, std::string_view key);
 
 struct PathParams {
   double bytes_per_s = 0;  // effective bandwidth of the slowest link
@@ -51,10 +58,15 @@ struct RingSet {
   double bytes_per_s = 0;               // one ring alone: its slowest hop
   TimeNs latency_ns = 0;                // largest route latency of a hop
   HopClass hop_class = HopClass::nvlink;  // class of the slowest hop
+  // Members per node when every node holds the same number (contiguous in each ring), else 0;
+  // trees need it. nodes = members / members_per_node.
+  int members_per_node = 0;
   int members() const { return rings.empty() ? 0 : static_cast<int>(rings.front().size()); }
+  int nodes() const { return members_per_node > 0 ? members() / members_per_node : 0; }
 };
 
 struct CollectiveCost {
+  Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
   TimeNs tail_ns = 0;        // latency added after the flows
   double wire_factor = 1;    // payload fraction of the bytes on the wire
@@ -63,7 +75,8 @@ struct CollectiveCost {
 
 class CommModel {
  public:
-  CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced = std::nullopt);
+  CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced = std::nullopt,
+            std::optional<Algorithm> forced_algorithm = std::nullopt);
   // Rings over `gpus` (in the group's order; members of a node must be contiguous).
   RingSet rings(std::span<const int> gpus) const;
   PathParams path(int src_gpu, int dst_gpu) const;
@@ -75,6 +88,10 @@ class CommModel {
   // Latency-bound steps of the ring algorithm: 2(n-1) for all-reduce, n-1 for reduce-scatter
   // and all-gather, 1 for a send.
   static int steps(CommKind kind, int n);
+  // Steps of a tree all-reduce: up and down the chain inside a node and the tree over nodes.
+  static int tree_steps(const RingSet& rings);
+  // Whether the tree applies: an all-reduce over two or more nodes with equal members per node.
+  static bool tree_applies(CommKind kind, const RingSet& rings);
   // Bytes each ring hop carries for a collective of `bytes` over n ranks.
   static double bytes_per_hop(CommKind kind, double bytes, int n);
 
@@ -95,15 +112,20 @@ class CommModel {
   static constexpr double kHostReductionFactor = 0.5;
   // Wire factor of a send on a path (host staging), 1 elsewhere.
   static double send_wire_factor(const PathParams& p) { return p.hop_class == HopClass::host ? kHostStagingFactor : 1.0; }
+  // A tree moves fewer bytes across the network than a ring, but its node heads reduce three
+  // inputs per step and its chains pipeline through them; NCCL derates its tree bandwidth the
+  // same way. An assumption (no tree rows in the validation data yet), not a calibration.
+  static constexpr double kTreeEfficiency = 0.75;
   // Simple protocol: the slice each ring step fills before the next hop drains it.
   static constexpr double kSimpleSliceBytes = 4.0 * 1024 * 1024;
 
  private:
-  CollectiveCost cost_with(Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
+  CollectiveCost cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
 
   const ClusterGraph& graph_;
   const Router& router_;
   std::optional<Protocol> forced_;
+  std::optional<Algorithm> forced_algorithm_;
   std::vector<int> nics_per_node_;
 };
 

@@ -391,8 +391,8 @@ class Simulation {
 }  // namespace
 
 Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
-               std::optional<Protocol> protocol)
-    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol),
+               std::optional<Protocol> protocol, std::optional<Algorithm> algorithm)
+    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol, algorithm),
       compute_(gpu, precision) {}
 
 EngineResult Engine::run(TraceSink* sink, TraceDetail detail) {

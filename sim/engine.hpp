@@ -26,9 +26,10 @@ struct EngineResult {
 
 class Engine {
  public:
-  // protocol: force one NCCL protocol for every collective (nullopt: the model chooses).
+  // protocol, algorithm: force one NCCL protocol / algorithm for every collective (nullopt: the
+  // model chooses).
   Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
-         std::optional<Protocol> protocol = std::nullopt);
+         std::optional<Protocol> protocol = std::nullopt, std::optional<Algorithm> algorithm = std::nullopt);
   // Runs one step; streams events and memory records of traced ranks to `sink` (may be null).
   EngineResult run(TraceSink* sink, TraceDetail detail);
 

@@ -32,7 +32,7 @@ constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
-    "                        [--sizes 32K:16G] [--algo ring] [--json]\n"
+    "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR]\n"
@@ -125,37 +125,40 @@ int collective_command(int argc, char** argv) {
       "op", po::value<std::string>()->default_value("all_reduce"), "all_reduce | reduce_scatter | all_gather")(
       "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
       "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
-      "algo", po::value<std::string>()->default_value("ring"), "algorithm: ring")("json", "print JSON");
+      "algo", po::value<std::string>()->default_value(""),
+      "algorithm: auto | ring | tree (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
     return 0;
   }
-  const std::string algo = cmd.vm["algo"].as<std::string>();
-  if (algo != "ring") throw InputError(fmt::format("--algo {}: valid algorithms are ring", algo));
+  const std::string algo_text = cmd.vm["algo"].as<std::string>();
   const CommKind kind = parse_collective(cmd.vm["op"].as<std::string>(), "--op");
   const std::vector<double> sizes = parse_size_sweep(cmd.vm["sizes"].as<std::string>(), "--sizes");
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const ClusterGraph graph = make_cluster(sc);
   const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
-  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes, sc.protocol);
+  const std::optional<Algorithm> algorithm = algo_text.empty() ? sc.algorithm : parse_algorithm(algo_text, "--algo");
+  const std::string algo = algorithm ? std::string(algorithm_name(*algorithm)) : "auto";
+  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes, sc.protocol, algorithm);
   const std::string op = cmd.vm["op"].as<std::string>();
   if (cmd.vm.count("json")) {
     std::string rows;
     for (const CollectivePoint& p : points)
       rows += fmt::format("{}{{\"bytes\": {:.0f}, \"time_us\": {:.9g}, \"algbw_GBps\": {:.9g}, \"busbw_GBps\": {:.9g}, "
-                          "\"protocol\": \"{}\", \"channels\": {}}}",
+                          "\"algorithm\": \"{}\", \"protocol\": \"{}\", \"channels\": {}}}",
                           rows.empty() ? "" : ", ", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps,
-                          protocol_name(p.protocol), p.channels);
+                          algorithm_name(p.algorithm), protocol_name(p.protocol), p.channels);
     std::cout << fmt::format("{{\"op\": \"{}\", \"algo\": \"{}\", \"gpus\": {}, \"points\": [{}]}}\n", op, algo, gpus, rows);
     return 0;
   }
   std::cout << fmt::format("# {} ({}) over {} GPUs of {}\n", op, algo, gpus, sc.source);
-  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
-                           "busbw (GB/s)", "protocol", "channels");
+  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>9} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
+                           "busbw (GB/s)", "algorithm", "protocol", "channels");
   for (const CollectivePoint& p : points)
-    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f} {:>9} {:>8}\n", p.bytes, p.time_s * 1e6,
-                             p.algbw_GBps, p.busbw_GBps, protocol_name(p.protocol), p.channels);
+    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f} {:>9} {:>9} {:>8}\n", p.bytes, p.time_s * 1e6,
+                             p.algbw_GBps, p.busbw_GBps, algorithm_name(p.algorithm), protocol_name(p.protocol),
+                             p.channels);
   return 0;
 }
 

@@ -51,7 +51,7 @@ EngineResult run_scenario(Scenario& sc, const std::string& trace_path) {
   validate_scenario(sc, graph.num_gpus());
   const GpuSpec& gpu = find_gpu(sc.cluster.gpu);
   const Program program = build_program(sc.model, sc.plan);
-  Engine engine(program, graph, gpu, sc.precision, sc.protocol);
+  Engine engine(program, graph, gpu, sc.precision, sc.protocol, sc.algorithm);
   std::unique_ptr<TraceSink> sink;
   if (!trace_path.empty()) {
     sink = std::make_unique<Hdf5TraceSink>(trace_path);

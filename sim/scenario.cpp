@@ -73,6 +73,7 @@ constexpr Key kKeys[] = {
     {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
     {"cluster.oversubscription", "1", "fat-tree leaf-to-spine oversubscription ratio, >= 1"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | all"},
@@ -300,6 +301,7 @@ Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSecti
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
   c.oversubscription = v.real("cluster.oversubscription", 1);
   sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
+  sc.algorithm = v.parsed([&] { return parse_algorithm(v.text("cluster.nccl_algorithm"), "cluster.nccl_algorithm"); });
   sc.topology_file = v.text("cluster.topology_file");
   sc.trace_path = v.text("output.trace");
   sc.trace_detail = parse_trace_detail(v.text("output.trace_detail"), sc.source);

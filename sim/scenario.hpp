@@ -25,6 +25,7 @@ struct Scenario {
   std::string topology_file;     // a DOT file replacing the built cluster, "" for none
   Precision precision = Precision::bf16;
   std::optional<Protocol> protocol;  // forced NCCL protocol; nullopt = chosen per collective
+  std::optional<Algorithm> algorithm;  // forced NCCL algorithm; nullopt = chosen per collective
   std::string trace_path;        // "" = no trace
   TraceDetail trace_detail = TraceDetail::stages;
   std::string resolved_text;     // every key = value, as run

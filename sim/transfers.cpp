@@ -16,12 +16,43 @@ std::vector<double> effective_capacities(const ClusterGraph& graph) {
 }
 }  // namespace
 
+namespace {
+
+// Double binary tree: per channel, a chain through each node's members (the channel's rotated
+// order) and two binary trees over the nodes' chain heads (heap order, the second mirrored),
+// each carrying half the channel's share up (reduce) and down (broadcast).
+void lower_tree(double bytes, const RingSet& rings, const CollectiveCost& cost, std::vector<HopFlow>& hops) {
+  const int m = rings.members_per_node, nodes = rings.nodes();
+  const double share = bytes / static_cast<double>(rings.rings.size()) / 2 / cost.wire_factor;
+  auto both = [&](int a, int b) {
+    hops.push_back(HopFlow{a, b, share});
+    hops.push_back(HopFlow{b, a, share});
+  };
+  for (const std::vector<int>& ring : rings.rings) {
+    for (int tree = 0; tree < 2; ++tree) {
+      auto head = [&](int position) {
+        const int node = tree == 0 ? position : nodes - 1 - position;
+        return ring[node * m];
+      };
+      for (int position = 1; position < nodes; ++position) both(head(position), head((position - 1) / 2));
+      for (int node = 0; node < nodes; ++node)
+        for (int i = 0; i + 1 < m; ++i) both(ring[node * m + i], ring[node * m + i + 1]);
+    }
+  }
+}
+
+}  // namespace
+
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
                       std::vector<HopFlow>& hops) {
+  hops.clear();
+  if (cost.algorithm == Algorithm::tree) {
+    lower_tree(bytes, rings, cost, hops);
+    return;
+  }
   const int n = rings.members();
   const double hop_bytes =
       CommModel::bytes_per_hop(kind, bytes / static_cast<double>(rings.rings.size()), n) / cost.wire_factor;
-  hops.clear();
   for (const std::vector<int>& ring : rings.rings)
     for (int i = 0; i < n; ++i) hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes});
 }

@@ -4,6 +4,7 @@
 
 #include "sim/base/error.hpp"
 #include "sim/comm_model.hpp"
+#include "sim/transfers.hpp"
 #include "topologies/builders.hpp"
 
 using namespace dtsim;
@@ -95,4 +96,35 @@ TEST_CASE("a group across nodes gets one ring per NIC and each ring leaves throu
   CHECK(send.hop_class == HopClass::network);
   const int simple = static_cast<int>(Protocol::simple), network = static_cast<int>(HopClass::network);
   CHECK(comm.send_tail(send) == CommModel::kBaseNs[simple] + CommModel::kHopNs[network][simple] + send.latency_ns);
+}
+
+TEST_CASE("a double binary tree takes 2 (log2 nodes + chain) steps and wins for small all-reduces across nodes", "[comm]") {
+  ClusterConfig c;
+  c.nodes = 16;
+  c.gpus_per_node = 2;
+  c.nics_per_node = 1;
+  c.nic_gbps = 200;
+  c.nic_kind = LinkKind::infiniband;
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  std::vector<int> gpus(32);
+  for (int i = 0; i < 32; ++i) gpus[i] = i;
+  const CommModel automatic(g, router);
+  const RingSet rings = automatic.rings(gpus);
+  REQUIRE(rings.members_per_node == 2);
+  REQUIRE(rings.nodes() == 16);
+  CHECK(CommModel::tree_steps(rings) == 2 * (4 + 1));
+  CHECK(CommModel::tree_applies(CommKind::all_reduce, rings));
+  CHECK_FALSE(CommModel::tree_applies(CommKind::all_gather, rings));
+  // 62 ring steps against 10: the tree is the faster estimate for a small message.
+  CHECK(automatic.cost(CommKind::all_reduce, 64 * 1024, rings).algorithm == Algorithm::tree);
+  CHECK(automatic.cost(CommKind::all_gather, 64 * 1024, rings).algorithm == Algorithm::ring);
+  // Forced: one flow each way per tree edge and per chain link, two trees, one channel.
+  const CommModel tree(g, router, std::nullopt, Algorithm::tree);
+  const CollectiveCost cost = tree.cost(CommKind::all_reduce, 1 << 30, rings);
+  CHECK(cost.algorithm == Algorithm::tree);
+  std::vector<HopFlow> hops;
+  lower_collective(CommKind::all_reduce, 1 << 30, rings, cost, hops);
+  CHECK(hops.size() == 2u * (2 * 15 + 2 * 16));
+  CHECK_THROWS_AS(parse_algorithm("butterfly", "cluster.nccl_algorithm"), InputError);
 }
