@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <map>
+#include <tbb/parallel_for.h>
 
 #include "sim/base/error.hpp"
 #include "sim/csv.hpp"
@@ -122,6 +123,7 @@ std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std:
     if (std::find(header.begin(), header.end(), col) == header.end())
       throw InputError(fmt::format("{}: missing column '{}' (the columns of shared/validation/runs.csv)", csv_path, col));
   std::vector<ValidationRow> out;
+  std::vector<std::map<std::string, std::string>> fields;
   for (std::size_t i = 1; i < records.size(); ++i) {
     std::map<std::string, std::string> r;
     r["framework"] = r["notes"] = "";  // optional columns
@@ -131,25 +133,30 @@ std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std:
     row.id = r["run_id"];
     row.source = r["source_id"];
     row.skip_reason = unsupported(r);
-    if (row.skip_reason.empty()) {
-      try {
-        const std::vector<std::string> args = overrides(r);
-        po::variables_map vm;
-        po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
-        Scenario sc = load_scenario("", vm);
-        sc.source = fmt::format("{} row {}", csv_path, row.id);
-        row.measured_s = std::stod(r["iter_time_s"]);
-        row.predicted_s = run_scenario(sc, "").summary.step_time_s;
-        row.error_pct = 100 * (row.predicted_s - row.measured_s) / row.measured_s;
-        row.built = true;
-      } catch (const InputError& e) {
-        row.skip_reason = e.what();
-      } catch (const std::logic_error&) {  // std::stoi / std::stod on a malformed number
-        row.skip_reason = "a numeric column holds something that is not a number";
-      }
-    }
     out.push_back(row);
+    fields.push_back(std::move(r));
   }
+  // Rows are independent simulations: run them on all cores, each writing only its own row.
+  tbb::parallel_for(std::size_t{0}, out.size(), [&](std::size_t i) {
+    ValidationRow& row = out[i];
+    if (!row.skip_reason.empty()) return;
+    const std::map<std::string, std::string>& r = fields[i];
+    try {
+      const std::vector<std::string> args = overrides(r);
+      po::variables_map vm;
+      po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
+      Scenario sc = load_scenario("", vm);
+      sc.source = fmt::format("{} row {}", csv_path, row.id);
+      row.measured_s = std::stod(r.at("iter_time_s"));
+      row.predicted_s = run_scenario(sc, "").summary.step_time_s;
+      row.error_pct = 100 * (row.predicted_s - row.measured_s) / row.measured_s;
+      row.built = true;
+    } catch (const InputError& e) {
+      row.skip_reason = e.what();
+    } catch (const std::logic_error&) {  // std::stoi / std::stod on a malformed number
+      row.skip_reason = "a numeric column holds something that is not a number";
+    }
+  });
   return out;
 }
 
