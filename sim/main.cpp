@@ -13,6 +13,7 @@
 #include "sim/base/error.hpp"
 #include "sim/chrome_export.hpp"
 #include "sim/collective_bench.hpp"
+#include "sim/hdf5_util.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
 #include "sim/sweep_command.hpp"
@@ -32,7 +33,7 @@ constexpr const char* kUsage =
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR]\n"
-    "                   [--jobs N] [--shard K/N] [--quiet]\n"
+    "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
     "       dtsim --help | dtsim run --help\n";
@@ -223,6 +224,7 @@ int sweep_command(int argc, char** argv) {
       "traces", po::value<std::string>()->default_value(""), "keep each point's trace as DIR/point-NNNNNN.h5")(
       "jobs,j", po::value<int>()->default_value(0), "points run at once; 0 = all cores")(
       "shard", po::value<std::string>()->default_value("1/1"), "run only the K-th of N slices of the points")(
+      "resume", "skip the points an interrupted run of the same sweep finished (kept in OUTPUT.progress)")(
       "quiet,q", "no progress on stderr");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
@@ -249,6 +251,7 @@ int sweep_command(int argc, char** argv) {
   r.output = cmd.vm["output"].as<std::string>();
   r.csv = cmd.vm["csv"].as<std::string>();
   r.quiet = cmd.vm.count("quiet") > 0;
+  r.resume = cmd.vm.count("resume") > 0;
   return run_sweep(r);
 }
 
@@ -301,6 +304,7 @@ int export_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trace_h5::no_cleanup_at_exit();
   try {
     const std::string sub = argc > 1 ? argv[1] : "";
     if (sub == "--help" || sub == "-h" || sub == "help" || sub.empty()) {
