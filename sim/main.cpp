@@ -117,9 +117,16 @@ int topology_command(int argc, char** argv) {
     std::ofstream out(tmp);
     if (!out) throw InputError(fmt::format("--dot {}: cannot write the file", path));
     write_dot(graph, out);
-    if (!out) throw InputError(fmt::format("--dot {}: write failed", path));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError(fmt::format("--dot {}: write failed", path));
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
+  }
   std::cout << fmt::format("wrote {} ({} GPUs, {} directed links)\n", path, graph.num_gpus(), graph.num_links());
   return 0;
 }

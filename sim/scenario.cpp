@@ -151,10 +151,10 @@ ModelShape read_model(const Values& v) {
     m = v.parsed([&] { return find_model(name); });
   }
   if (v.given("model.layers")) m.layers = v.integer("model.layers", 1);
-  if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1);
+  if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1, limits::kMaxHidden);
   if (v.given("model.heads")) m.heads = v.integer("model.heads", 1);
   if (v.given("model.kv_heads")) m.kv_heads = v.integer("model.kv_heads", 1);
-  if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1);
+  if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1, limits::kMaxHidden);
   if (v.given("model.ffn")) m.ffn = v.parsed([&] { return parse_ffn_kind(v.text("model.ffn"), "model.ffn"); });
   if (v.given("model.vocab")) m.vocab = v.integer("model.vocab", 1);
   if (v.given("model.seq_len")) m.seq_len = v.integer("model.seq_len", 1);

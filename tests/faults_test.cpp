@@ -169,6 +169,19 @@ TEST_CASE("a full disk while writing gives a clear error and no file", "[faults]
   CHECK_THAT(sw.err, Catch::Contains("File too large"));
   CHECK_FALSE(fs::exists(table));
   CHECK_FALSE(fs::exists(table + ".tmp"));
+  const std::string dot = file("full.dot");  // the default cluster: 384 GPUs, about 100 KB of DOT
+  const Outcome topology = run_dtsim("topology --dot " + dot, limit);
+  CHECK(topology.status == 2);
+  CHECK_THAT(topology.err, Catch::Contains("--dot " + dot + ": write failed"));
+  CHECK_FALSE(fs::exists(dot));
+  CHECK_FALSE(fs::exists(dot + ".tmp"));
+  REQUIRE(run_dtsim("run " + tiny + " --output " + trace).status == 0);
+  const std::string json = file("full.json");
+  const Outcome chrome = run_dtsim("export " + trace + " --chrome " + json, limit);
+  CHECK(chrome.status == 2);
+  CHECK_THAT(chrome.err, Catch::Contains(json));
+  CHECK_FALSE(fs::exists(json));
+  CHECK_FALSE(fs::exists(json + ".tmp"));
 }
 
 TEST_CASE("an unwritable output path gives a clear error before any work", "[faults][cli]") {

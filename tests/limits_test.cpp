@@ -107,7 +107,8 @@ TEST_CASE("sizes whose byte counts or step work overflow are refused", "[limits]
   // Fits per micro-batch (2 x 10^9 tokens) but the step is 4 x 10^12 tokens of work.
   CHECK_THAT(refusal("--model.seq_len=1000000 --training.global_batch=4000000 --training.micro_batch=2000"),
              Catch::Contains("FLOPs per GPU per step"));
-  CHECK_THAT(refusal("--model.hidden=2147483584 --model.heads=64"), Catch::Contains("parameters: at most"));
+  CHECK_THAT(refusal("--model.hidden=16777216 --model.heads=64"), Catch::Contains("parameters: at most"));
+  CHECK_THAT(refusal("--model.hidden=2147483584 --model.heads=64"), Catch::Contains("must be <= 16777216"));
   // micro_batch x dp overflows int: checked in 64 bits.
   CHECK_THAT(refusal("--training.micro_batch=2147483647 --parallel.dp=2"), Catch::Contains("parallel.dp"));
 }

@@ -18,6 +18,8 @@ constexpr double kMinNicGbps = 0.1;    // 100 Mbit/s
 constexpr double kMaxNicGbps = 1e7;    // 10 Pbit/s
 // Link latency, ns (1 s).
 constexpr double kMaxLatencyNs = 1e9;
+// Model shape: hidden and MLP sizes (2^24; GPT-1T has 25,600), so that 4 x hidden fits int.
+constexpr int kMaxHidden = 1 << 24;
 // Model size: parameters of the whole model (100 x GPT-1T).
 constexpr double kMaxParams = 1e14;
 // Work of one step: model FLOPs (6 x parameters x tokens + attention, with recompute) per GPU.
