@@ -3,7 +3,7 @@
 # each for SECONDS (default 60) from its seed corpus: scenarios/**/*.ini for the scenario parser,
 # tests/fuzz/corpus/dot for the DOT reader, tests/fuzz/corpus/csv for the validation CSV reader.
 # New inputs are kept in build-fuzz/corpus/NAME; a crash is written to build-fuzz/crashes/ and
-# makes the script exit 1 (add it as a regression test in tests/fuzz_regression_test.cpp).
+# makes the script exit 1 (once fixed, add it as a Catch test that parses it and expects InputError).
 # usage: tests/fuzz/run.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
