@@ -159,7 +159,7 @@ void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_b
   std::vector<std::int64_t> points(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) points[i] = static_cast<std::int64_t>(i);
   const int jobs = q.jobs > 0 ? q.jobs : tbb::info::default_concurrency();
-  const std::vector<PointResult> results = run_points(plan, points, jobs, [] {});
+  const std::vector<PointResult> results = run_points(plan, points, jobs, [](const PointResult&) {});
   for (std::size_t i = 0; i < rows.size(); ++i) {
     rows[i].status = results[i].status;
     rows[i].message = results[i].message;

@@ -21,8 +21,16 @@ herr_t keep_innermost(unsigned n, const H5E_error2_t* error, void* out) {
 void fail(const std::string& path, const std::string& what) {
   std::string detail;
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, keep_innermost, &detail);
+  // A failed system call: keep only the system's message ("No space left on device").
+  const std::string marker = "error message = '";
+  if (const std::size_t at = detail.find(marker); at != std::string::npos) {
+    const std::size_t start = at + marker.size();
+    detail = detail.substr(start, detail.find('\'', start) - start);
+  }
   throw InputError(fmt::format("HDF5 file '{}': {} failed{}{}", path, what, detail.empty() ? "" : ": ", detail));
 }
+
+void no_cleanup_at_exit() { H5dont_atexit(); }
 
 Handle string_type() {
   Handle type(H5Tcopy(H5T_C_S1), H5Tclose);

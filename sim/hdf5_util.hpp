@@ -54,6 +54,11 @@ T check(T value, const std::string& path, const std::string& what) {
   return value;
 }
 
+// Stops the HDF5 library from closing what is still open at exit (call first, before any other
+// HDF5 call). Files are closed explicitly, and HDF5 1.10 crashes at exit on a file whose close
+// failed (a full disk while writing).
+void no_cleanup_at_exit();
+
 Handle string_type();  // variable-length UTF-8
 
 // The HDF5 native type of a Summary field (bool is stored as uint8).

@@ -17,6 +17,7 @@
 #include "sim/collective_bench.hpp"
 #include "sim/fit_command.hpp"
 #include "sim/json.hpp"
+#include "sim/hdf5_util.hpp"
 #include "sim/run.hpp"
 #include "sim/summary_format.hpp"
 #include "sim/sweep_command.hpp"
@@ -36,7 +37,7 @@ constexpr const char* kUsage =
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR]\n"
-    "                   [--jobs N] [--shard K/N] [--quiet]\n"
+    "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
     "       dtsim catalog models|gpus|links\n"
@@ -112,9 +113,16 @@ int topology_command(int argc, char** argv) {
     std::ofstream out(tmp);
     if (!out) throw InputError(fmt::format("--dot {}: cannot write the file", path));
     write_dot(graph, out);
-    if (!out) throw InputError(fmt::format("--dot {}: write failed", path));
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError(fmt::format("--dot {}: write failed", path));
+    }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
+  }
   std::cout << fmt::format("wrote {} ({} GPUs, {} directed links)\n", path, graph.num_gpus(), graph.num_links());
   return 0;
 }
@@ -226,6 +234,7 @@ int sweep_command(int argc, char** argv) {
       "traces", po::value<std::string>()->default_value(""), "keep each point's trace as DIR/point-NNNNNN.h5")(
       "jobs,j", po::value<int>()->default_value(0), "points run at once; 0 = all cores")(
       "shard", po::value<std::string>()->default_value("1/1"), "run only the K-th of N slices of the points")(
+      "resume", "skip the points an interrupted run of the same sweep finished (kept in OUTPUT.progress)")(
       "quiet,q", "no progress on stderr");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
@@ -252,6 +261,7 @@ int sweep_command(int argc, char** argv) {
   r.output = cmd.vm["output"].as<std::string>();
   r.csv = cmd.vm["csv"].as<std::string>();
   r.quiet = cmd.vm.count("quiet") > 0;
+  r.resume = cmd.vm.count("resume") > 0;
   return run_sweep(r);
 }
 
@@ -304,6 +314,7 @@ int export_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  trace_h5::no_cleanup_at_exit();
   try {
     const std::string sub = argc > 1 ? argv[1] : "";
     if (sub == "--help" || sub == "-h" || sub == "help" || sub.empty()) {

@@ -8,10 +8,13 @@
 
 #include <boost/program_options/parsers.hpp>
 #include <charconv>
+#include <climits>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
 
 namespace po = boost::program_options;
 
@@ -86,16 +89,21 @@ class Values {
   std::string text(const char* key) const { return vm_[key].as<std::string>(); }
   bool given(const char* key) const { return !text(key).empty(); }
 
-  int integer(const char* key, int min) const {
+  int integer(const char* key, int min, long long max = INT_MAX) const {
     const std::string v = text(key);
-    int out = 0;
+    long long out = 0;
     auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    const bool whole = ptr == v.data() + v.size();
+    if (ec == std::errc::result_out_of_range && whole && v.front() == '-')
+      throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, v, min));
+    if ((ec == std::errc::result_out_of_range && whole) || (ec == std::errc() && whole && out > max))
+      throw InputError(fmt::format("{}: {} = {}: must be <= {}", source_, key, v, max));
     if (ec != std::errc() || ptr != v.data() + v.size())
       throw InputError(fmt::format("{}: {} = '{}': not an integer", source_, key, v));
     if (out < min) throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, out, min));
-    return out;
+    return static_cast<int>(out);
   }
-  double real(const char* key, double min) const {
+  double real(const char* key, double min, double max = 1e300) const {
     const std::string v = text(key);
     std::size_t used = 0;
     double out = 0;
@@ -106,7 +114,10 @@ class Values {
     }
     if (used == 0 || used != v.size())
       throw InputError(fmt::format("{}: {} = '{}': not a number", source_, key, v));
+    if (!std::isfinite(out))
+      throw InputError(fmt::format("{}: {} = {}: must be a finite number between {} and {}", source_, key, v, min, max));
     if (out < min) throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, v, min));
+    if (out > max) throw InputError(fmt::format("{}: {} = {}: must be <= {}", source_, key, v, max));
     return out;
   }
   bool boolean(const char* key) const {
@@ -142,10 +153,10 @@ ModelShape read_model(const Values& v) {
     m = v.parsed([&] { return find_model(name); });
   }
   if (v.given("model.layers")) m.layers = v.integer("model.layers", 1);
-  if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1);
+  if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1, limits::kMaxHidden);
   if (v.given("model.heads")) m.heads = v.integer("model.heads", 1);
   if (v.given("model.kv_heads")) m.kv_heads = v.integer("model.kv_heads", 1);
-  if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1);
+  if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1, limits::kMaxHidden);
   if (v.given("model.ffn")) m.ffn = v.parsed([&] { return parse_ffn_kind(v.text("model.ffn"), "model.ffn"); });
   if (v.given("model.vocab")) m.vocab = v.integer("model.vocab", 1);
   if (v.given("model.seq_len")) m.seq_len = v.integer("model.seq_len", 1);
@@ -159,6 +170,11 @@ ModelShape read_model(const Values& v) {
     throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}", v.source(), m.hidden, m.heads));
   if (m.kv_heads > m.heads || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
     throw InputError(fmt::format("{}: model.kv_heads = {} must divide model.heads = {}", v.source(), m.kv_heads, m.heads));
+  if (!(m.total_params() <= limits::kMaxParams))
+    throw InputError(fmt::format("{}: model.layers = {}, model.hidden = {}, model.ffn_hidden = {}, model.vocab = {} "
+                                 "make {:.3g} parameters: at most {:.0e} can be simulated",
+                                 v.source(), m.layers, m.hidden, m.ffn_or_default(), m.vocab, m.total_params(),
+                                 limits::kMaxParams));
   return m;
 }
 
@@ -199,30 +215,36 @@ po::options_description scenario_options() {
 
 namespace {
 
-// Stores the file's keys into `vm` (values already there take precedence). The [sweep] section's
-// lines go to `sweep_lines` when it is given, and are refused otherwise.
-void store_file(const std::string& path, po::variables_map& vm, std::vector<SweepLine>* sweep_lines) {
-  if (path.empty()) return;
-  std::ifstream file(path);
-  if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
+// Stores the keys of `in` (the text of file `name`) into `vm` (values already there take
+// precedence). The [sweep] section's lines go to `sweep_lines` when it is given, and are refused
+// otherwise.
+void store_stream(std::istream& in, const std::string& name, po::variables_map& vm,
+                  std::vector<SweepLine>* sweep_lines) {
   try {
     const po::options_description keys = scenario_options();  // `parsed` refers to it
-    const po::parsed_options parsed = po::parse_config_file(file, keys, true);
+    const po::parsed_options parsed = po::parse_config_file(in, keys, true);
     for (const po::option& o : parsed.options) {
       if (!o.unregistered) continue;
       if (o.string_key.rfind("sweep.", 0) != 0)
-        throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", path,
+        throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", name,
                                      o.string_key));
       if (sweep_lines == nullptr)
         throw InputError(fmt::format("{}: has a [sweep] section ({}): run it with 'dtsim sweep {}'; 'dtsim run' "
                                      "simulates one point, given with --section.key=value",
-                                     path, o.string_key.substr(6), path));
+                                     name, o.string_key.substr(6), name));
       sweep_lines->push_back({o.string_key.substr(6), o.value.empty() ? "" : o.value.front()});
     }
     po::store(parsed, vm);
   } catch (const po::error& e) {
-    throw InputError(fmt::format("{}: {}", path, e.what()));
+    throw InputError(fmt::format("{}: {}", name, e.what()));
   }
+}
+
+void store_file(const std::string& path, po::variables_map& vm, std::vector<SweepLine>* sweep_lines) {
+  if (path.empty()) return;
+  std::ifstream file(path);
+  if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
+  store_stream(file, path, vm, sweep_lines);
 }
 
 // Every key = value under its [section], in key order.
@@ -256,12 +278,17 @@ std::vector<SweepLine> read_sweep_section(const std::string& path) {
   return lines;
 }
 
-Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep) {
+namespace {
+
+// load_scenario once the file's keys are stored in `vm`.
+Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   Scenario sc;
-  sc.source = path.empty() ? "built-in default" : path;
-  std::vector<SweepLine> ignored;
-  store_file(path, vm, sweep == SweepSection::accept ? &ignored : nullptr);
-  po::notify(vm);
+  sc.source = source;
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("{}: {}", source, e.what()));
+  }
   const Values v(vm, sc.source);
   sc.model = read_model(v);
   ParallelPlan& p = sc.plan;
@@ -273,33 +300,40 @@ Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSecti
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
-  p.tp = v.integer("parallel.tp", 1);
-  p.pp = v.integer("parallel.pp", 1);
-  p.dp = v.integer("parallel.dp", 1);
+  p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
+  p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
+  p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);
   p.zero_stage = v.integer("parallel.zero_stage", 0);
   p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
   p.virtual_stages = v.integer("parallel.virtual_stages", 1);
   p.sequence_parallel = v.boolean("parallel.sequence_parallel");
   p.dp_overlap = v.boolean("parallel.dp_overlap");
-  p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001);
+  p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);
   if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
   p.order = v.parsed([&] { return parse_rank_order(v.text("parallel.rank_order"), "parallel.rank_order"); });
 
   ClusterConfig& c = sc.cluster;
   c.gpu = v.text("cluster.gpu");
   v.parsed([&] { return find_gpu(c.gpu); });
-  c.nodes = v.integer("cluster.nodes", 1);
-  c.gpus_per_node = v.integer("cluster.gpus_per_node", 1);
+  c.nodes = v.integer("cluster.nodes", 1, limits::kMaxGpus);
+  c.gpus_per_node = v.integer("cluster.gpus_per_node", 1, limits::kMaxGpus);
+  if (static_cast<std::int64_t>(c.nodes) * c.gpus_per_node > limits::kMaxGpus)
+    throw InputError(fmt::format("{}: cluster.nodes x cluster.gpus_per_node = {} x {} = {} GPUs: at most {} GPUs "
+                                 "can be simulated", sc.source, c.nodes, c.gpus_per_node,
+                                 static_cast<std::int64_t>(c.nodes) * c.gpus_per_node, limits::kMaxGpus));
   c.node_kind = v.parsed([&] { return parse_node_kind(v.text("cluster.node_kind"), "cluster.node_kind"); });
-  c.nvlink_GBps = v.real("cluster.nvlink_GBps", 0);
+  c.nvlink_GBps = v.real("cluster.nvlink_GBps", 0, limits::kMaxLinkGBps);
+  if (c.nvlink_GBps > 0 && c.nvlink_GBps < limits::kMinLinkGBps)
+    throw InputError(fmt::format("{}: cluster.nvlink_GBps = {}: must be 0 (from the GPU catalog) or between {} and {}",
+                                 sc.source, c.nvlink_GBps, limits::kMinLinkGBps, limits::kMaxLinkGBps));
   c.pcie_gen = v.integer("cluster.pcie_gen", 3);
   c.gpus_per_pcie_switch = v.integer("cluster.gpus_per_pcie_switch", 1);
   c.cpu_sockets = v.integer("cluster.cpu_sockets", 1);
   c.p2p = v.boolean("cluster.p2p");
-  c.nics_per_node = v.integer("cluster.nics_per_node", 1);
-  c.nic_gbps = v.real("cluster.nic_gbps", 1e-9);
+  c.nics_per_node = v.integer("cluster.nics_per_node", 1, limits::kMaxGpus);
+  c.nic_gbps = v.real("cluster.nic_gbps", limits::kMinNicGbps, limits::kMaxNicGbps);
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
-  c.oversubscription = v.real("cluster.oversubscription", 1);
+  c.oversubscription = v.real("cluster.oversubscription", 1, 1e6);
   sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
   sc.algorithm = v.parsed([&] { return parse_algorithm(v.text("cluster.nccl_algorithm"), "cluster.nccl_algorithm"); });
   sc.topology_file = v.text("cluster.topology_file");
@@ -308,6 +342,22 @@ Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSecti
 
   sc.resolved_text = resolved_text(vm);
   return sc;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep) {
+  std::vector<SweepLine> ignored;
+  store_file(path, vm, sweep == SweepSection::accept ? &ignored : nullptr);
+  return read_scenario(vm, path.empty() ? "built-in default" : path);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& name, po::variables_map vm,
+                            SweepSection sweep) {
+  std::istringstream in(text);
+  std::vector<SweepLine> ignored;
+  store_stream(in, name, vm, sweep == SweepSection::accept ? &ignored : nullptr);
+  return read_scenario(vm, name);
 }
 
 void validate_scenario(Scenario& sc, int num_gpus) {

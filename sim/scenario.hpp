@@ -46,6 +46,10 @@ enum class SweepSection { refuse, accept };
 Scenario load_scenario(const std::string& path, boost::program_options::variables_map cli,
                        SweepSection sweep = SweepSection::refuse);
 
+// load_scenario with the file's text given as `text`, named `name` in messages (tests, fuzzing).
+Scenario load_scenario_text(const std::string& text, const std::string& name,
+                            boost::program_options::variables_map cli, SweepSection sweep = SweepSection::refuse);
+
 // The resolved text (every key = value, as in Scenario::resolved_text) of the file with `cli`
 // taking precedence, without checking the values; the file may have a [sweep] section.
 std::string resolved_scenario_text(const std::string& path, boost::program_options::variables_map cli);

@@ -5,11 +5,15 @@
 #include <tbb/info.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
+#include <set>
 
 #include "sim/base/error.hpp"
+#include "sim/sweep_journal.hpp"
 #include "sim/sweep_merge.hpp"
 #include "sim/sweep_progress.hpp"
 #include "sim/sweep_table.hpp"
@@ -43,6 +47,10 @@ void check_folder(const std::string& option, const std::string& path) {
 
 }  // namespace
 
+std::string sweep_journal_path(const std::string& output, const std::string& csv) {
+  return !output.empty() ? output + ".progress" : !csv.empty() ? csv + ".progress" : "";
+}
+
 int run_sweep(const SweepRequest& request) {
   const SweepPlan& plan = request.plan;
   check_folder("--output", request.output);
@@ -53,7 +61,7 @@ int run_sweep(const SweepRequest& request) {
   for (const SweepAxis& a : plan.spec.axes) table.axes.push_back(a.key);
   table.total_points = plan.spec.num_points();
   table.shard = fmt::format("{}/{}", request.shard.index, request.shard.count);
-  const std::vector<std::int64_t> points = shard_points(table.total_points, request.shard);
+  std::vector<std::int64_t> points = shard_points(table.total_points, request.shard);
   if (!plan.traces_dir.empty()) {
     std::error_code error;
     std::filesystem::create_directories(plan.traces_dir, error);
@@ -70,9 +78,38 @@ int run_sweep(const SweepRequest& request) {
   writer = mpi.rank() == 0;
   if (mpi.size() > 1) note = fmt::format(", simulated by {} MPI ranks", mpi.size() - 1);
 #endif
+  // The journal of finished points: read back with --resume (their points are skipped), and
+  // appended by the writer as points finish.
+  const std::string journal_path = sweep_journal_path(request.output, request.csv);
+  if (request.resume && journal_path.empty())
+    throw InputError("--resume needs --output or --csv: the finished points are kept in FILE.progress next to them");
+#ifdef DTSIM_MPI
+  if (request.resume && mpi.size() > 1)
+    throw InputError("--resume is not supported across MPI ranks yet; resume the sweep in one process or rerun it");
+#endif
+  const std::string fingerprint = sweep_fingerprint(table);
+  std::vector<PointResult> finished;
+  if (request.resume) {
+    const std::set<std::int64_t> wanted(points.begin(), points.end());
+    std::set<std::int64_t> done_points;
+    for (PointResult& r : read_sweep_journal(journal_path, fingerprint, table.axes.size()))
+      if (wanted.count(r.point) && done_points.insert(r.point).second) finished.push_back(std::move(r));
+    std::erase_if(points, [&](std::int64_t p) { return done_points.count(p) > 0; });
+    if (writer && !request.quiet)
+      std::cerr << fmt::format("resuming from {}: {} of {} points already done\n", journal_path, finished.size(),
+                               finished.size() + points.size());
+  }
+  std::unique_ptr<SweepJournal> journal;
+  if (writer && !journal_path.empty()) {
+    journal = std::make_unique<SweepJournal>(journal_path, fingerprint,
+                                             request.resume ? SweepJournal::Mode::resume : SweepJournal::Mode::fresh);
+  }
   SweepProgress progress(static_cast<std::int64_t>(points.size()), std::cerr,
                          writer ? style : SweepProgress::Style::quiet);
-  const auto done = [&] { progress.point_done(); };
+  const auto done = [&](const PointResult& r) {
+    if (journal) journal->record(r);
+    progress.point_done();
+  };
 #ifdef DTSIM_MPI
   if (mpi.size() > 1)
     table.rows = run_points_mpi(mpi, plan, points, done);
@@ -81,7 +118,11 @@ int run_sweep(const SweepRequest& request) {
     table.rows = run_points(plan, points, jobs, done);
   if (!writer) return 0;
   progress.finish();
+  table.rows.insert(table.rows.end(), std::make_move_iterator(finished.begin()), std::make_move_iterator(finished.end()));
+  std::sort(table.rows.begin(), table.rows.end(),
+            [](const PointResult& a, const PointResult& b) { return a.point < b.point; });
   save_sweep_table(table, request.output, request.csv);
+  if (journal) journal->remove();
   report(table, request.output, request.csv, note);
   return 0;
 }

@@ -54,7 +54,7 @@ std::int64_t decode(const std::string& in, PointResult& r) {
 }
 
 std::vector<PointResult> coordinate(const MpiSession& mpi, const SweepPlan& plan,
-                                    const std::vector<std::int64_t>& points, const std::function<void()>& on_done) {
+                                    const std::vector<std::int64_t>& points, const PointDone& on_done) {
   std::vector<PointResult> results(points.size());
   std::size_t next = 0;
   for (int active = mpi.size() - 1; active > 0;) {
@@ -70,7 +70,7 @@ std::vector<PointResult> coordinate(const MpiSession& mpi, const SweepPlan& plan
       r.point = points[static_cast<std::size_t>(slot)];
       r.values = plan.spec.values_at(r.point);
       results[static_cast<std::size_t>(slot)] = std::move(r);
-      on_done();
+      on_done(results[static_cast<std::size_t>(slot)]);
     }
     if (next < points.size()) {
       const auto slot = static_cast<std::int64_t>(next++);
@@ -110,7 +110,7 @@ MpiSession::MpiSession() {
 MpiSession::~MpiSession() { MPI_Finalize(); }
 
 std::vector<PointResult> run_points_mpi(const MpiSession& mpi, const SweepPlan& plan,
-                                        const std::vector<std::int64_t>& points, const std::function<void()>& on_done) {
+                                        const std::vector<std::int64_t>& points, const PointDone& on_done) {
   if (mpi.rank() == 0) return coordinate(mpi, plan, points, on_done);
   try {
     work(plan, points);

@@ -27,6 +27,6 @@ class MpiSession {
 // Needs size() > 1. On rank 0: returns the results of `points` in their order, calling
 // `on_done` as each arrives. On the other ranks: returns nothing once rank 0 says stop.
 std::vector<PointResult> run_points_mpi(const MpiSession& mpi, const SweepPlan& plan,
-                                        const std::vector<std::int64_t>& points, const std::function<void()>& on_done);
+                                        const std::vector<std::int64_t>& points, const PointDone& on_done);
 
 }  // namespace dtsim

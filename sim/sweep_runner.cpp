@@ -82,7 +82,7 @@ PointResult run_point(const SweepPlan& plan, std::int64_t point) {
 }
 
 std::vector<PointResult> run_points(const SweepPlan& plan, const std::vector<std::int64_t>& points, int jobs,
-                                    const std::function<void()>& on_done) {
+                                    const PointDone& on_done) {
   std::vector<PointResult> results(points.size());
   tbb::task_arena arena(jobs);
   arena.execute([&] {
@@ -91,7 +91,7 @@ std::vector<PointResult> run_points(const SweepPlan& plan, const std::vector<std
         [&](const tbb::blocked_range<std::size_t>& range) {
           for (std::size_t i = range.begin(); i != range.end(); ++i) {
             results[i] = run_point(plan, points[i]);
-            on_done();
+            on_done(results[i]);
           }
         },
         tbb::simple_partitioner());

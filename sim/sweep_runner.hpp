@@ -47,8 +47,10 @@ std::string base_scenario_text(const SweepPlan& plan);
 PointResult run_point(const SweepPlan& plan, std::int64_t point);
 
 // Runs `points` on at most `jobs` threads (>= 1); the results are in the order of `points`
-// whatever the thread timing. `on_done` is called after each point, possibly concurrently.
+// whatever the thread timing. `on_done` is called with each point's result as it finishes,
+// possibly concurrently; an exception it throws stops the sweep and is rethrown.
+using PointDone = std::function<void(const PointResult&)>;
 std::vector<PointResult> run_points(const SweepPlan& plan, const std::vector<std::int64_t>& points, int jobs,
-                                    const std::function<void()>& on_done);
+                                    const PointDone& on_done);
 
 }  // namespace dtsim

@@ -4,14 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <stdexcept>
 #include <boost/program_options.hpp>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <tbb/parallel_for.h>
 
 #include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
 #include "sim/csv.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario.hpp"
@@ -20,7 +22,6 @@ namespace po = boost::program_options;
 
 namespace dtsim {
 namespace {
-
 
 bool contains(const std::string& text, const char* what) {
   std::string lower = text;
@@ -73,12 +74,22 @@ bool flash_attention_of(const std::map<std::string, std::string>& r) {
   return contains(f, "flash") || contains(f, "sdpa") || contains(f, "torchtitan") || contains(r.at("notes"), "flash");
 }
 
+// Column `key` as an integer from 1 to the GPU limit (the sizes the overrides compute with).
+long long count_of(const std::map<std::string, std::string>& r, const char* key) {
+  const std::string& text = r.at(key);
+  long long value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1 || value > limits::kMaxGpus)
+    throw InputError(fmt::format("column {} = '{}': must be an integer from 1 to {}", key, text, limits::kMaxGpus));
+  return value;
+}
+
 std::vector<std::string> overrides(const std::map<std::string, std::string>& r) {
   const auto& get = [&](const char* k) { return r.at(k); };
-  const int gpus = std::stoi(get("num_gpus")), per_node = std::stoi(get("gpus_per_node"));
-  const int tp = std::stoi(get("tp")), pp = std::stoi(get("pp"));
+  const long long gpus = count_of(r, "num_gpus"), per_node = count_of(r, "gpus_per_node");
+  const long long tp = count_of(r, "tp"), pp = count_of(r, "pp");
   const std::string gpu = get("gpu_type").substr(0, get("gpu_type").find(' '));
-  const int vpp = get("vpp_chunks").empty() ? 1 : std::stoi(get("vpp_chunks"));
+  const long long vpp = get("vpp_chunks").empty() ? 1 : count_of(r, "vpp_chunks");
   std::vector<std::string> a = {
       "--model.name=custom", "--model.layers=" + get("layers"), "--model.hidden=" + get("hidden"),
       "--model.heads=" + get("heads"), "--model.vocab=" + get("vocab"), "--model.seq_len=" + get("seq_len"),
@@ -87,12 +98,12 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
       "--training.recompute=" + recompute_of(get("recompute")),
       std::string("--training.attention=") + (flash_attention_of(r) ? "flash" : "standard"),
       fmt::format("--parallel.tp={}", tp), fmt::format("--parallel.pp={}", pp),
-      fmt::format("--parallel.dp={}", gpus / std::max(tp * pp, 1)),
+      fmt::format("--parallel.dp={}", gpus / (tp * pp)),
       fmt::format("--parallel.zero_stage={}", zero_stage_of(get("zero_or_sharding"))),
       std::string("--parallel.sequence_parallel=") + (get("sequence_parallel") == "yes" ? "true" : "false"),
       std::string("--parallel.dp_overlap=") + (dp_overlap_of(get("framework")) ? "true" : "false"),
       "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
-      fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1)),
+      fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),
       fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};
   if (vpp > 1) {
     a.push_back("--parallel.schedule=interleaved");
@@ -107,13 +118,20 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
   return a;
 }
 
+double measured_of(const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) || value <= 0)
+    throw InputError(fmt::format("column iter_time_s = '{}': must be a number of seconds > 0", text));
+  return value;
+}
+
 }  // namespace
 
-std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std::vector<std::string>& sources) {
-  std::ifstream in(csv_path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the validation file", csv_path));
+std::vector<ValidationCase> read_validation_cases(std::istream& in, const std::string& name,
+                                                  const std::vector<std::string>& sources) {
   const auto records = parse_csv(in);
-  if (records.empty()) throw InputError(fmt::format("{}: empty file", csv_path));
+  if (records.empty()) throw InputError(fmt::format("{}: empty file", name));
   const std::vector<std::string>& header = records.front();
   const char* required[] = {"run_id", "source_id", "model", "layers", "hidden", "heads", "kv_heads", "ffn_hidden",
                             "vocab", "seq_len", "global_batch_seqs", "micro_batch", "num_gpus", "gpu_type",
@@ -121,42 +139,62 @@ std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std:
                             "vpp_chunks", "sequence_parallel", "recompute", "zero_or_sharding", "iter_time_s"};
   for (const char* col : required)
     if (std::find(header.begin(), header.end(), col) == header.end())
-      throw InputError(fmt::format("{}: missing column '{}' (the columns of shared/validation/runs.csv)", csv_path, col));
-  std::vector<ValidationRow> out;
-  std::vector<std::map<std::string, std::string>> fields;
+      throw InputError(fmt::format("{}: missing column '{}' (the columns of shared/validation/runs.csv)", name, col));
+  std::vector<ValidationCase> out;
   for (std::size_t i = 1; i < records.size(); ++i) {
     std::map<std::string, std::string> r;
     r["framework"] = r["notes"] = "";  // optional columns
     for (std::size_t c = 0; c < header.size(); ++c) r[header[c]] = c < records[i].size() ? records[i][c] : "";
     if (!sources.empty() && std::find(sources.begin(), sources.end(), r["source_id"]) == sources.end()) continue;
-    ValidationRow row;
-    row.id = r["run_id"];
-    row.source = r["source_id"];
-    row.skip_reason = unsupported(r);
-    out.push_back(row);
-    fields.push_back(std::move(r));
+    ValidationCase vc;
+    vc.row.id = r["run_id"];
+    vc.row.source = r["source_id"];
+    vc.row.skip_reason = unsupported(r);
+    if (vc.row.skip_reason.empty()) {
+      try {
+        vc.overrides = overrides(r);
+        vc.row.measured_s = measured_of(r["iter_time_s"]);
+      } catch (const InputError& e) {
+        vc.overrides.clear();
+        vc.row.skip_reason = e.what();
+      }
+    }
+    out.push_back(std::move(vc));
   }
+  return out;
+}
+
+Scenario validation_scenario(const ValidationCase& c, const std::string& name) {
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(c.overrides).options(scenario_options()).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  Scenario sc = load_scenario("", vm);
+  sc.source = fmt::format("{} row {}", name, c.row.id);
+  return sc;
+}
+
+std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std::vector<std::string>& sources) {
+  std::ifstream in(csv_path);
+  if (!in) throw InputError(fmt::format("{}: cannot open the validation file", csv_path));
+  std::vector<ValidationCase> cases = read_validation_cases(in, csv_path, sources);
   // Rows are independent simulations: run them on all cores, each writing only its own row.
-  tbb::parallel_for(std::size_t{0}, out.size(), [&](std::size_t i) {
-    ValidationRow& row = out[i];
+  tbb::parallel_for(std::size_t{0}, cases.size(), [&](std::size_t i) {
+    ValidationRow& row = cases[i].row;
     if (!row.skip_reason.empty()) return;
-    const std::map<std::string, std::string>& r = fields[i];
     try {
-      const std::vector<std::string> args = overrides(r);
-      po::variables_map vm;
-      po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
-      Scenario sc = load_scenario("", vm);
-      sc.source = fmt::format("{} row {}", csv_path, row.id);
-      row.measured_s = std::stod(r.at("iter_time_s"));
+      Scenario sc = validation_scenario(cases[i], csv_path);
       row.predicted_s = run_scenario(sc, "").summary.step_time_s;
       row.error_pct = 100 * (row.predicted_s - row.measured_s) / row.measured_s;
       row.built = true;
     } catch (const InputError& e) {
       row.skip_reason = e.what();
-    } catch (const std::logic_error&) {  // std::stoi / std::stod on a malformed number
-      row.skip_reason = "a numeric column holds something that is not a number";
     }
   });
+  std::vector<ValidationRow> out;
+  for (const ValidationCase& c : cases) out.push_back(c.row);
   return out;
 }
 

@@ -17,9 +17,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 
 #include "sim/base/error.hpp"
 #include "topologies/link_catalog.hpp"
+#include "sim/base/limits.hpp"
 
 namespace dtsim {
 namespace {
@@ -49,12 +52,22 @@ LinkKind nvlink_kind(const GpuSpec& gpu) {
 void validate(const ClusterConfig& c, const GpuSpec& gpu) {
   require(c.nodes >= 1, "cluster.nodes", c.nodes, "must be >= 1");
   require(c.gpus_per_node >= 1, "cluster.gpus_per_node", c.gpus_per_node, "must be >= 1");
-  require(c.nvlink_GBps >= 0, "cluster.nvlink_GBps", c.nvlink_GBps, "must be >= 0 (0 = from the GPU catalog)");
+  require(std::int64_t{c.nodes} * c.gpus_per_node <= limits::kMaxGpus, "cluster.nodes", c.nodes,
+          fmt::format("with cluster.gpus_per_node = {}: at most {} GPUs can be simulated", c.gpus_per_node,
+                      limits::kMaxGpus));
+  require(c.nvlink_GBps == 0 || (c.nvlink_GBps >= limits::kMinLinkGBps && c.nvlink_GBps <= limits::kMaxLinkGBps),
+          "cluster.nvlink_GBps", c.nvlink_GBps,
+          fmt::format("must be 0 (from the GPU catalog) or between {} and {}", limits::kMinLinkGBps,
+                      limits::kMaxLinkGBps));
   require(c.pcie_gen >= 3 && c.pcie_gen <= 6, "cluster.pcie_gen", c.pcie_gen, "must be 3, 4, 5 or 6");
-  require(c.nic_gbps > 0, "cluster.nic_gbps", c.nic_gbps, "must be > 0");
-  require(c.oversubscription >= 1, "cluster.oversubscription", c.oversubscription, "must be >= 1");
+  require(c.nic_gbps >= limits::kMinNicGbps && c.nic_gbps <= limits::kMaxNicGbps, "cluster.nic_gbps", c.nic_gbps,
+          fmt::format("must be between {} and {}", limits::kMinNicGbps, limits::kMaxNicGbps));
+  require(c.oversubscription >= 1 && std::isfinite(c.oversubscription), "cluster.oversubscription",
+          c.oversubscription, "must be a finite number >= 1");
   if (c.nodes > 1) {
     require(c.nics_per_node >= 1, "cluster.nics_per_node", c.nics_per_node, "must be >= 1");
+    require(std::int64_t{c.nodes} * c.nics_per_node <= limits::kMaxGpus, "cluster.nics_per_node", c.nics_per_node,
+            fmt::format("with cluster.nodes = {}: at most {} NICs can be simulated", c.nodes, limits::kMaxGpus));
     if (c.node_kind == NodeKind::nvswitch) {
       require(c.nics_per_node <= c.gpus_per_node, "cluster.nics_per_node", c.nics_per_node,
               fmt::format("must be <= cluster.gpus_per_node ({}) for nvswitch nodes", c.gpus_per_node));

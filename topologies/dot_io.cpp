@@ -14,12 +14,14 @@
 #include <boost/property_map/function_property_map.hpp>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <limits>
 #include <map>
 #include <sstream>
 
 #include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
 
 namespace dtsim {
 namespace {
@@ -116,8 +118,9 @@ void write_dot(const ClusterGraph& graph, std::ostream& out) {
   boost::write_graphviz_dp(out, g, dp, "node_id");
 }
 
-ClusterGraph read_dot(const std::string& path) {
-  const std::string text = read_file(path);
+ClusterGraph read_dot(const std::string& path) { return read_dot_text(read_file(path), path); }
+
+ClusterGraph read_dot_text(const std::string& text, const std::string& path) {
   DotGraph dot;
   boost::dynamic_properties dp(boost::ignore_other_properties);
   dp.property("node_id", boost::get(&DotVertex::name, dot));
@@ -131,6 +134,9 @@ ClusterGraph read_dot(const std::string& path) {
   } catch (const std::exception& e) {
     throw InputError(fmt::format("{}: cannot parse the DOT graph: {}", path, e.what()));
   }
+  if (boost::num_vertices(dot) > static_cast<std::size_t>(limits::kMaxDevices))
+    throw InputError(fmt::format("{}: {} devices: at most {} can be simulated", path, boost::num_vertices(dot),
+                                 limits::kMaxDevices));
 
   // Vertices in file order.
   const auto first = first_appearance(text);
@@ -153,8 +159,9 @@ ClusterGraph read_dot(const std::string& path) {
     device.kind = parse_device_kind(dv.kind, what + " kind");
     if (!dv.node.empty()) {
       const double node = parse_number(dv.node, what + " node");
-      if (node != static_cast<int>(node) || node < -1) {
-        throw InputError(fmt::format("{} node = '{}': must be an integer >= -1", what, dv.node));
+      if (!(node >= -1 && node <= limits::kMaxGpus) || node != std::floor(node)) {
+        throw InputError(fmt::format("{} node = '{}': must be an integer from -1 to {}", what, dv.node,
+                                     limits::kMaxGpus));
       }
       device.node = static_cast<int>(node);
     }
@@ -168,9 +175,13 @@ ClusterGraph read_dot(const std::string& path) {
     if (de.bandwidth.empty()) throw InputError(fmt::format("{}: missing attribute bandwidth_GBps", what));
     const LinkKind kind = parse_link_kind(de.kind, what + " kind");
     const double gbps = parse_number(de.bandwidth, what + " bandwidth_GBps");
-    if (!(gbps > 0)) throw InputError(fmt::format("{} bandwidth_GBps = {}: must be > 0", what, de.bandwidth));
+    if (!(gbps >= limits::kMinLinkGBps && gbps <= limits::kMaxLinkGBps))
+      throw InputError(fmt::format("{} bandwidth_GBps = {}: must be between {} and {}", what, de.bandwidth,
+                                   limits::kMinLinkGBps, limits::kMaxLinkGBps));
     const double latency = de.latency.empty() ? 0 : parse_number(de.latency, what + " latency_ns");
-    if (latency < 0) throw InputError(fmt::format("{} latency_ns = {}: must be >= 0", what, de.latency));
+    if (!(latency >= 0 && latency <= limits::kMaxLatencyNs))
+      throw InputError(fmt::format("{} latency_ns = {}: must be between 0 and {:.0e}", what, de.latency,
+                                   limits::kMaxLatencyNs));
     graph.add_link(id[boost::source(e, dot)], id[boost::target(e, dot)], kind, gbps * 1e9,
                    static_cast<TimeNs>(std::llround(latency)));
   }

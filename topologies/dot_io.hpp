@@ -13,5 +13,7 @@ namespace dtsim {
 void write_dot(const ClusterGraph& graph, std::ostream& out);
 // Throws InputError naming the file (and the vertex/edge/attribute) on any problem.
 ClusterGraph read_dot(const std::string& path);
+// The same from the file's text; `name` stands for the file in messages.
+ClusterGraph read_dot_text(const std::string& text, const std::string& name);
 
 }  // namespace dtsim

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
 
 namespace dtsim {
 
@@ -101,10 +103,15 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   positive(plan.dp, "parallel.dp");
   positive(plan.micro_batch, "training.micro_batch");
   positive(plan.global_batch, "training.global_batch");
-  if (plan.num_ranks() != num_gpus)
+  // Products in 64 bits: each size may be up to the GPU limit, their product far beyond int.
+  const std::int64_t ranks = std::int64_t{plan.tp} * plan.pp * plan.dp;
+  if (ranks > limits::kMaxGpus)
+    throw InputError(fmt::format("parallel.tp x parallel.pp x parallel.dp = {} x {} x {} = {}: at most {} GPUs can "
+                                 "be simulated", plan.tp, plan.pp, plan.dp, ranks, limits::kMaxGpus));
+  if (ranks != num_gpus)
     throw InputError(fmt::format(
         "parallel.tp x parallel.pp x parallel.dp = {} x {} x {} = {}, but the cluster has {} GPUs; "
-        "the product must equal the number of GPUs", plan.tp, plan.pp, plan.dp, plan.num_ranks(), num_gpus));
+        "the product must equal the number of GPUs", plan.tp, plan.pp, plan.dp, ranks, num_gpus));
   if (model.heads % plan.tp != 0)
     throw InputError(fmt::format("parallel.tp = {}: model.heads = {} is not divisible by it", plan.tp, model.heads));
   if (model.kv_heads_or_heads() % plan.tp != 0 && plan.tp % model.kv_heads_or_heads() != 0)
@@ -113,10 +120,11 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (model.ffn_or_default() % plan.tp != 0)
     throw InputError(fmt::format("parallel.tp = {}: model.ffn_hidden = {} is not divisible by it", plan.tp,
                                  model.ffn_or_default()));
-  if (plan.global_batch % (plan.micro_batch * plan.dp) != 0)
+  const std::int64_t replica_batch = std::int64_t{plan.micro_batch} * plan.dp;
+  if (plan.global_batch % replica_batch != 0)
     throw InputError(fmt::format(
         "training.global_batch = {}: must be a multiple of training.micro_batch x parallel.dp = {} x {} = {}",
-        plan.global_batch, plan.micro_batch, plan.dp, plan.micro_batch * plan.dp));
+        plan.global_batch, plan.micro_batch, plan.dp, replica_batch));
   // A step is simulated op by op: about 45 ops per layer and micro-batch on a stage. Refuse
   // programs that would not fit in memory rather than thrash or crash.
   constexpr double kMaxOpsPerStage = 5e7;
@@ -130,6 +138,16 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (tokens * std::max(model.hidden, model.ffn_or_default()) > 9e18 || tokens > 2e9)
     throw InputError(fmt::format("training.micro_batch = {} x model.seq_len = {} tokens is too large to simulate",
                                  plan.micro_batch, model.seq_len));
+  // Model FLOPs of the step (GEMMs 6 x parameters x tokens, attention 12 x layers x hidden x seq_len
+  // per token, a third more with recompute), per GPU: bounds every simulated time.
+  const double step_tokens = static_cast<double>(plan.global_batch) * model.seq_len;
+  const double step_flops = (6 * model.total_params() + 12.0 * model.layers * model.hidden * model.seq_len) *
+                            step_tokens * (plan.recompute == Recompute::none ? 1.0 : 4.0 / 3.0);
+  if (!(step_flops / num_gpus <= limits::kMaxStepFlopsPerGpu))
+    throw InputError(fmt::format(
+        "training.global_batch = {} x model.seq_len = {} tokens on a {:.3g}-parameter model is {:.3g} FLOPs per GPU "
+        "per step, above the limit of {:.0e}; lower the batch, the sequence length or the model size",
+        plan.global_batch, model.seq_len, model.total_params(), step_flops / num_gpus, limits::kMaxStepFlopsPerGpu));
   if (plan.zero_stage < 0 || plan.zero_stage > 3)
     throw InputError(fmt::format("parallel.zero_stage = {}: valid values are 0, 1, 2, 3", plan.zero_stage));
   if (!(plan.dp_bucket_bytes >= 1e3 && plan.dp_bucket_bytes <= 1e12))
