@@ -74,7 +74,9 @@ constexpr Key kKeys[] = {
     {"cluster.nics_per_node", "4", "NICs per node (multi-node)"},
     {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
     {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
-    {"cluster.oversubscription", "1", "fat-tree leaf-to-spine oversubscription ratio, >= 1"},
+    {"cluster.oversubscription", "1", "leaf (or rail) to spine oversubscription ratio, >= 1"},
+    {"cluster.fabric", "fat_tree", "fat_tree (NICs fill 32-port leaves) | rail (NIC k of every node on rail switch k)"},
+    {"cluster.nic", "", "named NIC, replacing nic_kind and nic_gbps: edr, hdr, ndr, xdr, opa100, roce100, roce200, roce400"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
     {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
@@ -334,6 +336,12 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   c.nic_gbps = v.real("cluster.nic_gbps", limits::kMinNicGbps, limits::kMaxNicGbps);
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
   c.oversubscription = v.real("cluster.oversubscription", 1, 1e6);
+  c.fabric = v.parsed([&] { return parse_fabric_kind(v.text("cluster.fabric"), "cluster.fabric"); });
+  if (!v.text("cluster.nic").empty()) {
+    const NicPreset nic = v.parsed([&] { return parse_nic_preset(v.text("cluster.nic"), "cluster.nic"); });
+    c.nic_kind = nic.kind;
+    c.nic_gbps = nic.gbps;
+  }
   sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
   sc.algorithm = v.parsed([&] { return parse_algorithm(v.text("cluster.nccl_algorithm"), "cluster.nccl_algorithm"); });
   sc.topology_file = v.text("cluster.topology_file");

@@ -45,7 +45,7 @@ TEST_CASE("axis values are lists or inclusive ranges", "[sweep]") {
 }
 
 TEST_CASE("bad axes name the key and the value", "[sweep]") {
-  CHECK_THAT(error_of([] { parse_axis("cluster.nic", "1,2", "--sweep"); }), Catch::Contains("cluster.nic: unknown scenario key"));
+  CHECK_THAT(error_of([] { parse_axis("cluster.nicc", "1,2", "--sweep"); }), Catch::Contains("cluster.nicc: unknown scenario key"));
   CHECK_THAT(error_of([] { parse_axis("parallel.tp", "", "--sweep"); }), Catch::Contains("parallel.tp: no values"));
   CHECK_THAT(error_of([] { parse_axis("parallel.tp", "1,,2", "--sweep"); }), Catch::Contains("an empty value"));
   CHECK_THAT(error_of([] { parse_axis("parallel.tp", "1,2,1", "--sweep"); }), Catch::Contains("'1' is given twice"));

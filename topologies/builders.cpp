@@ -183,6 +183,16 @@ class Builder {
   void build_fabric(const std::vector<std::vector<VertexId>>& node_nics) {
     const double nic_bytes = c_.nic_gbps * 1e9 / 8;
     const TimeNs latency = c_.nic_kind == LinkKind::ethernet ? kEthernetLatencyNs : kIbSwitchLatencyNs;
+    if (c_.fabric == FabricKind::rail) {
+      // Rail k: one (aggregated, non-blocking) switch for NIC k of every node.
+      const VertexId spine = add("spine0", DeviceKind::network_switch, -1);
+      for (int k = 0; k < c_.nics_per_node; ++k) {
+        const VertexId rail = add(fmt::format("rail{}", k), DeviceKind::network_switch, -1);
+        for (const auto& nics : node_nics) g_.add_duplex_link(nics[k], rail, c_.nic_kind, nic_bytes, latency);
+        g_.add_duplex_link(rail, spine, c_.nic_kind, c_.nodes * nic_bytes / c_.oversubscription, latency);
+      }
+      return;
+    }
     std::vector<VertexId> all_nics;
     for (const auto& nics : node_nics) all_nics.insert(all_nics.end(), nics.begin(), nics.end());
     const int total = static_cast<int>(all_nics.size());
@@ -198,6 +208,7 @@ class Builder {
     }
   }
 
+
   const ClusterConfig& c_;
   const GpuSpec& gpu_;
   const int gpu_pcie_gen_;
@@ -206,6 +217,26 @@ class Builder {
 };
 
 }  // namespace
+
+FabricKind parse_fabric_kind(std::string_view text, std::string_view key) {
+  if (text == "fat_tree") return FabricKind::fat_tree;
+  if (text == "rail") return FabricKind::rail;
+  throw InputError(fmt::format("{} = '{}': valid values are fat_tree, rail", key, text));
+}
+
+std::string_view fabric_kind_name(FabricKind k) { return k == FabricKind::fat_tree ? "fat_tree" : "rail"; }
+
+NicPreset parse_nic_preset(std::string_view text, std::string_view key) {
+  static const std::pair<std::string_view, NicPreset> presets[] = {
+      {"edr", {LinkKind::infiniband, 100}},   {"hdr", {LinkKind::infiniband, 200}},
+      {"ndr", {LinkKind::infiniband, 400}},   {"xdr", {LinkKind::infiniband, 800}},
+      {"opa100", {LinkKind::omnipath, 100}},  {"roce100", {LinkKind::ethernet, 100}},
+      {"roce200", {LinkKind::ethernet, 200}}, {"roce400", {LinkKind::ethernet, 400}}};
+  for (const auto& [name, preset] : presets)
+    if (name == text) return preset;
+  throw InputError(fmt::format("{} = '{}': valid values are edr, hdr, ndr, xdr (InfiniBand), opa100 (Omni-Path), "
+                               "roce100, roce200, roce400", key, text));
+}
 
 NodeKind parse_node_kind(std::string_view text, std::string_view key) {
   for (NodeKind k : {NodeKind::nvswitch, NodeKind::pcie, NodeKind::nvlink_pairs}) {

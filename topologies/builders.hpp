@@ -12,6 +12,19 @@ enum class NodeKind { nvswitch, pcie, nvlink_pairs };
 NodeKind parse_node_kind(std::string_view text, std::string_view key);
 std::string_view node_kind_name(NodeKind k);
 
+// fat_tree: NICs fill 32-port leaves in node order, leaves joined by a spine; rail: NIC k of every
+// node on rail switch k (rail-optimized, as DGX SuperPODs), rails joined by a spine.
+enum class FabricKind { fat_tree, rail };
+FabricKind parse_fabric_kind(std::string_view text, std::string_view key);
+std::string_view fabric_kind_name(FabricKind k);
+
+// Named NICs: InfiniBand EDR/HDR/NDR/XDR (100/200/400/800 Gb/s), Omni-Path 100, RoCE 100/200/400.
+struct NicPreset {
+  LinkKind kind;
+  double gbps;
+};
+NicPreset parse_nic_preset(std::string_view text, std::string_view key);
+
 struct ClusterConfig {
   std::string gpu = "A100-SXM4-80GB";  // GPU catalog name
   int nodes = 1;                      // >= 1
@@ -25,7 +38,8 @@ struct ClusterConfig {
   int nics_per_node = 1;              // multi-node only, >= 1
   double nic_gbps = 100;              // per NIC, Gbit/s
   LinkKind nic_kind = LinkKind::infiniband;  // infiniband | omnipath | ethernet
-  double oversubscription = 1.0;      // fat-tree leaf->spine taper, >= 1
+  double oversubscription = 1.0;      // leaf (or rail) to spine taper, >= 1
+  FabricKind fabric = FabricKind::fat_tree;
 };
 
 // Builds the cluster; throws InputError for impossible values (naming the cluster.* key).
