@@ -17,7 +17,10 @@ CommKind parse_collective(std::string_view text, std::string_view key) {
   if (text == "all_reduce") return CommKind::all_reduce;
   if (text == "reduce_scatter") return CommKind::reduce_scatter;
   if (text == "all_gather") return CommKind::all_gather;
-  throw InputError(fmt::format("{} = '{}': valid values are all_reduce, reduce_scatter, all_gather", key, text));
+  if (text == "broadcast") return CommKind::broadcast;
+  if (text == "all_to_all") return CommKind::all_to_all;
+  throw InputError(fmt::format("{} = '{}': valid values are all_reduce, reduce_scatter, all_gather, broadcast, all_to_all",
+                               key, text));
 }
 
 namespace {

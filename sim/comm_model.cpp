@@ -145,14 +145,18 @@ double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
     case CommKind::reduce_scatter:
     case CommKind::all_gather: return 1.0 * (n - 1) / n * bytes;
     case CommKind::send:
-    case CommKind::recv: return bytes;
+    case CommKind::recv:
+    case CommKind::broadcast: return bytes;
+    case CommKind::all_to_all: return 1.0 * (n - 1) / n * bytes;  // what each rank sends
     case CommKind::none: return 0;
   }
   return 0;
 }
 
 int CommModel::steps(CommKind kind, int n) {
-  return kind == CommKind::all_reduce ? 2 * (n - 1) : kind == CommKind::send ? 1 : n - 1;
+  if (kind == CommKind::all_reduce) return 2 * (n - 1);
+  if (kind == CommKind::send || kind == CommKind::all_to_all) return 1;
+  return n - 1;
 }
 
 int CommModel::tree_steps(const RingSet& set) {

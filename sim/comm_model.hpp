@@ -85,14 +85,15 @@ class CommModel {
   // Latency tail of a send of `bytes` on a path.
   TimeNs send_tail(const PathParams& p) const;
 
-  // Latency-bound steps of the ring algorithm: 2(n-1) for all-reduce, n-1 for reduce-scatter
-  // and all-gather, 1 for a send.
+  // Latency-bound steps of the ring algorithm: 2(n-1) for all-reduce, n-1 for reduce-scatter,
+  // all-gather and broadcast, 1 for a send and for an all-to-all (all pairs at once).
   static int steps(CommKind kind, int n);
   // Steps of a tree all-reduce: up and down the chain inside a node and the tree over nodes.
   static int tree_steps(const RingSet& rings);
   // Whether the tree applies: an all-reduce over two or more nodes with equal members per node.
   static bool tree_applies(CommKind kind, const RingSet& rings);
-  // Bytes each ring hop carries for a collective of `bytes` over n ranks.
+  // Bytes each ring hop carries for a collective of `bytes` over n ranks (all-to-all: what each
+  // rank sends, S/n to every other rank).
   static double bytes_per_hop(CommKind kind, double bytes, int n);
 
   // Launch and setup of a collective kernel, per protocol (LL, LL128, Simple).

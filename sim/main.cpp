@@ -130,7 +130,7 @@ int topology_command(int argc, char** argv) {
 int collective_command(int argc, char** argv) {
   po::options_description own("dtsim collective options");
   own.add_options()("help,h", "print this help")(
-      "op", po::value<std::string>()->default_value("all_reduce"), "all_reduce | reduce_scatter | all_gather")(
+      "op", po::value<std::string>()->default_value("all_reduce"), "all_reduce | reduce_scatter | all_gather | broadcast | all_to_all")(
       "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
       "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
       "algo", po::value<std::string>()->default_value(""),

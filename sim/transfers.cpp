@@ -51,10 +51,18 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
     return;
   }
   const int n = rings.members();
+  if (kind == CommKind::all_to_all) {  // every rank sends S/n to every other, all at once
+    const std::vector<int>& members = rings.rings.front();
+    for (int a : members)
+      for (int b : members)
+        if (a != b) hops.push_back(HopFlow{a, b, bytes / n / cost.wire_factor});
+    return;
+  }
   const double hop_bytes =
       CommModel::bytes_per_hop(kind, bytes / static_cast<double>(rings.rings.size()), n) / cost.wire_factor;
   for (const std::vector<int>& ring : rings.rings)
-    for (int i = 0; i < n; ++i) hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes});
+    for (int i = 0; i < n; ++i)  // a broadcast's ring ends where it began: no hop back to the root
+      if (kind != CommKind::broadcast || i + 1 < n) hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes});
 }
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)

@@ -128,3 +128,24 @@ TEST_CASE("a double binary tree takes 2 (log2 nodes + chain) steps and wins for 
   CHECK(hops.size() == 2u * (2 * 15 + 2 * 16));
   CHECK_THROWS_AS(parse_algorithm("butterfly", "cluster.nccl_algorithm"), InputError);
 }
+
+TEST_CASE("all-to-all sends S/n between every pair at once and a broadcast ring has no hop back", "[comm]") {
+  ClusterConfig c;  // one 8 x A100 node
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  const CommModel comm(g, router);
+  const std::vector<int> gpus = {0, 1, 2, 3, 4, 5, 6, 7};
+  const RingSet rings = comm.rings(gpus);
+  const double S = 1 << 30;
+  std::vector<HopFlow> hops;
+  const CollectiveCost a2a = comm.cost(CommKind::all_to_all, S, rings);
+  lower_collective(CommKind::all_to_all, S, rings, a2a, hops);
+  REQUIRE(hops.size() == 56u);
+  CHECK(hops.front().bytes == Approx(S / 8 / a2a.wire_factor));
+  CHECK(CommModel::steps(CommKind::all_to_all, 8) == 1);
+  const CollectiveCost bcast = comm.cost(CommKind::broadcast, S, rings);
+  lower_collective(CommKind::broadcast, S, rings, bcast, hops);
+  REQUIRE(hops.size() == 7u);
+  CHECK(hops.back().dst_gpu == 7);
+  CHECK(CommModel::bytes_per_hop(CommKind::broadcast, S, 8) == S);
+}

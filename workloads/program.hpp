@@ -17,7 +17,7 @@ namespace dtsim {
 enum class Stream : std::uint8_t { compute, tp, pp_send, pp_recv, dp };
 constexpr int kNumStreams = 5;
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
-enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv };
+enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv, broadcast, all_to_all };
 // embedding: the first and last pipeline stages, which both hold the tied word embedding.
 enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding };
 enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activations, buffers };
