@@ -72,6 +72,10 @@ constexpr Key kKeys[] = {
     {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
     {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
     {"cluster.oversubscription", "1", "fat-tree leaf-to-spine oversubscription ratio, >= 1"},
+    {"cluster.fabric", "fat_tree", "fat_tree (32-port leaves, one spine) | clos3 (ToR, pod, core)"},
+    {"cluster.gpus_per_tor", "16", "clos3: GPUs whose NICs share a top-of-rack switch"},
+    {"cluster.pod_gpus", "3072", "clos3: GPUs per pod (full bisection inside a pod)"},
+    {"cluster.pod_oversubscription", "1", "clos3: pod-to-core oversubscription ratio, >= 1"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
@@ -298,6 +302,10 @@ Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSecti
   c.nic_gbps = v.real("cluster.nic_gbps", 1e-9);
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
   c.oversubscription = v.real("cluster.oversubscription", 1);
+  c.fabric = v.parsed([&] { return parse_fabric(v.text("cluster.fabric"), "cluster.fabric"); });
+  c.gpus_per_tor = v.integer("cluster.gpus_per_tor", 1);
+  c.pod_gpus = v.integer("cluster.pod_gpus", 1);
+  c.pod_oversubscription = v.real("cluster.pod_oversubscription", 1);
   sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
   sc.topology_file = v.text("cluster.topology_file");
   sc.trace_path = v.text("output.trace");

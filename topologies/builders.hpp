@@ -1,5 +1,5 @@
 // Cluster builders from parameters: 8-GPU NVSwitch nodes (DGX/HGX), PCIe boxes, NVLink-bridged
-// pairs, and many nodes joined through NICs into a fat-tree switch layer.
+// pairs, and many nodes joined through NICs into a two-level fat tree or a three-tier Clos.
 #pragma once
 #include <string>
 
@@ -11,6 +11,12 @@ namespace dtsim {
 enum class NodeKind { nvswitch, pcie, nvlink_pairs };
 NodeKind parse_node_kind(std::string_view text, std::string_view key);
 std::string_view node_kind_name(NodeKind k);
+
+// fat_tree: 32-port leaves under one collapsed spine; clos3: top-of-rack switches, one
+// aggregation layer per pod (full bisection inside the pod) and a core joining the pods.
+enum class Fabric { fat_tree, clos3 };
+Fabric parse_fabric(std::string_view text, std::string_view key);
+std::string_view fabric_name(Fabric f);
 
 struct ClusterConfig {
   std::string gpu = "A100-SXM4-80GB";  // GPU catalog name
@@ -26,6 +32,10 @@ struct ClusterConfig {
   double nic_gbps = 100;              // per NIC, Gbit/s
   LinkKind nic_kind = LinkKind::infiniband;  // infiniband | omnipath | ethernet
   double oversubscription = 1.0;      // fat-tree leaf->spine taper, >= 1
+  Fabric fabric = Fabric::fat_tree;
+  int gpus_per_tor = 16;              // clos3: GPUs whose NICs share a top-of-rack switch
+  int pod_gpus = 3072;                // clos3: GPUs per pod (a multiple of gpus_per_tor)
+  double pod_oversubscription = 1.0;  // clos3: pod-to-core taper, >= 1
 };
 
 // Builds the cluster; throws InputError for impossible values (naming the cluster.* key).
