@@ -1,43 +1,28 @@
-// The discrete-event loop: ranks, streams, rendezvous of collectives, delivery of sends, memory
-// accounting and the per-rank time breakdown of the compute stream.
+// The discrete-event loop in conservative windows: rank-local handling (op completions, starts,
+// memory, the compute stream's time breakdown) in parallel, then the sequential merge of
+// cross-rank actions (rendezvous of collectives, sends) with the network's events, and of the
+// trace records, in (time, rank, sequence) order. See engine.hpp for why this is exact.
 #include "sim/engine.hpp"
 
-#include "sim/transfers.hpp"
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <array>
 #include <cassert>
-#include <queue>
+#include <functional>
+#include <stdexcept>
+
+#include "sim/engine_state.hpp"
+#include "sim/transfers.hpp"
 
 namespace dtsim {
 namespace {
 
-// A small POD; ordered by (time, rank, sequence) so the order never depends on anything else.
-struct Event {
-  TimeNs time;
-  std::int32_t rank;
-  std::int32_t op;
-  std::uint64_t seq;
-  TimeNs start;
-  bool operator>(const Event& o) const {
-    if (time != o.time) return time > o.time;
-    if (rank != o.rank) return rank > o.rank;
-    return seq > o.seq;
-  }
-};
-
-struct RankState {
-  int stage = 0;
-  std::vector<std::uint8_t> done;
-  std::array<int, kNumStreams> next{};
-  std::array<bool, kNumStreams> busy{};
-  int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
-  std::array<double, kNumMemCategories> mem{};
-  double peak = 0;
-  TimeNs compute_idle_since = 0, last_end = 0;
-  TimeNs compute_ns = 0, memory_ns = 0, exposed_ns = 0, bubble_ns = 0;
-  bool traced = false;
-};
+// A cross-rank effect is a transfer completion; every transfer pays at least the smallest launch
+// base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
+// before t + kLookaheadNs. The merge phase checks it.
+constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
 
 // A pending collective of one group: members that posted it and when the last one did.
 struct Rendezvous {
@@ -54,21 +39,27 @@ struct CommSlot {
   Stream stream;
 };
 
-constexpr std::int32_t kNetwork = -1;  // Event::rank of network events (flow completions)
-
 struct StageTimes {
   std::vector<TimeNs> duration;
   std::vector<std::uint8_t> memory_bound;
 };
 
+// (time, rank) of a rank's earliest pending event, for the global min-heap of ranks.
+struct RankHead {
+  TimeNs time;
+  int rank;
+  bool operator>(const RankHead& o) const { return time != o.time ? time > o.time : rank > o.rank; }
+};
+
 class Simulation {
  public:
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
-             const ComputeModel& compute, TraceSink* sink, TraceDetail detail)
+             const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
-        peak_flops_(compute.peak_flops()), transfers_(graph, comm.router()) {
+        peak_flops_(compute.peak_flops()), threads_(std::max(1, options.threads)), transfers_(graph, comm.router()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
+    selected_.assign(n, 0);
     for (GroupState& g : groups_) {
       g.rendezvous.resize(n);
       g.rings.resize(n);
@@ -77,14 +68,9 @@ class Simulation {
     for (const StageProgram& stage : program.stages) {
       StageTimes t;
       for (int i = 0; i < stage.size(); ++i) {
-        if (stage.comm[i] != CommKind::none) {
-          t.duration.push_back(0);
-          t.memory_bound.push_back(0);
-          continue;
-        }
-        const OpTiming timing = compute.time(stage, i);
-        t.duration.push_back(timing.duration_ns);
-        t.memory_bound.push_back(timing.memory_bound);
+        const OpTiming timing = stage.comm[i] != CommKind::none ? OpTiming{} : compute.time(stage, i);
+        t.duration.push_back(stage.comm[i] != CommKind::none ? 0 : timing.duration_ns);
+        t.memory_bound.push_back(stage.comm[i] != CommKind::none ? 0 : timing.memory_bound);
       }
       times_.push_back(std::move(t));
     }
@@ -94,51 +80,211 @@ class Simulation {
       s.stage = c.pp;
       s.done.assign(program.stages[s.stage].size(), 0);
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
+      if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
+      push_local(s, LocalEvent{0, 0, -1, 0});
+      heads_.push_back(RankHead{0, r});
     }
   }
 
   EngineResult run() {
-    for (int r = 0; r < plan_.num_ranks(); ++r) {
-      const StageProgram& p = program_.stages[ranks_[r].stage];
-      for (int c = 0; c < kNumMemCategories; ++c) allocate(r, 0, static_cast<MemCategory>(c), p.static_bytes[c]);
-      for (int s = 0; s < kNumStreams; ++s) try_start(r, s, 0, false);
-    }
-    while (!queue_.empty()) {
-      const Event ev = queue_.top();
-      queue_.pop();
-      if (ev.rank == kNetwork) network_event(ev.time);
-      else finish(ev);
+    tbb::task_arena arena(threads_);
+    while (true) {
+      const TimeNs net = network_next();
+      while (!heads_.empty() && !valid(heads_.front())) pop_head();
+      const TimeNs t = std::min(net, heads_.empty() ? Transfers::kNever : heads_.front().time);
+      if (t == Transfers::kNever) break;
+      window_end_ = t + kLookaheadNs;
+      active_.clear();
+      while (!heads_.empty() && heads_.front().time < window_end_) {
+        const int r = heads_.front().rank;
+        const bool ok = valid(heads_.front());
+        pop_head();
+        if (ok && !selected_[r]) {
+          selected_[r] = 1;
+          active_.push_back(r);
+        }
+      }
+      std::sort(active_.begin(), active_.end());
+      auto handle = [this](std::size_t i) { run_rank(ranks_[active_[i]], active_[i]); };
+      if (threads_ == 1 || active_.size() < 2) {
+        for (std::size_t i = 0; i < active_.size(); ++i) handle(i);
+      } else {
+        arena.execute([&] {
+          tbb::parallel_for(tbb::blocked_range<std::size_t>(0, active_.size(), 8), [&](const auto& range) {
+            for (std::size_t i = range.begin(); i != range.end(); ++i) handle(i);
+          });
+        });
+      }
+      merge_window();
     }
     return result();
   }
 
  private:
-  void schedule(int rank, int op, TimeNs start, TimeNs end) { queue_.push(Event{end, rank, op, seq_++, start}); }
+  static void push_local(RankState& s, LocalEvent ev) {
+    s.queue.push_back(ev);
+    std::push_heap(s.queue.begin(), s.queue.end(), std::greater<>());
+  }
+  bool valid(const RankHead& h) const {
+    const RankState& s = ranks_[h.rank];
+    return !s.queue.empty() && s.queue.front().time == h.time;
+  }
+  void pop_head() {
+    std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
+    heads_.pop_back();
+  }
+  void push_head(int rank) {
+    const RankState& s = ranks_[rank];
+    if (s.queue.empty()) return;
+    heads_.push_back(RankHead{s.queue.front().time, rank});
+    std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+  }
+  TimeNs network_next() const {
+    const TimeNs next = transfers_.next_event();
+    return next == Transfers::kNever ? next : std::max(next, net_now_);
+  }
 
-  void allocate(int rank, TimeNs time, MemCategory c, double bytes) {
+  // ---- Parallel phase: everything below until merge_window() touches only rank `rank`. ----
+
+  void run_rank(RankState& s, int rank) {
+    while (!s.queue.empty() && s.queue.front().time < window_end_) {
+      std::pop_heap(s.queue.begin(), s.queue.end(), std::greater<>());
+      const LocalEvent ev = s.queue.back();
+      s.queue.pop_back();
+      if (ev.op < 0) start_rank(s, rank);
+      else finish(s, rank, ev);
+    }
+  }
+
+  void schedule(RankState& s, int op, TimeNs start, TimeNs end) { push_local(s, LocalEvent{end, s.event_seq++, op, start}); }
+
+  void start_rank(RankState& s, int rank) {
+    const StageProgram& p = program_.stages[s.stage];
+    for (int c = 0; c < kNumMemCategories; ++c) allocate(s, rank, 0, static_cast<MemCategory>(c), p.static_bytes[c]);
+    for (int st = 0; st < kNumStreams; ++st) try_start(s, rank, st, 0, false);
+  }
+
+  void allocate(RankState& s, int rank, TimeNs time, MemCategory c, double bytes) {
     if (bytes == 0) return;
-    RankState& s = ranks_[rank];
     s.mem[static_cast<int>(c)] += bytes;
     double total = 0;
     for (double b : s.mem) total += b;
     s.peak = std::max(s.peak, total);
-    if (total > gpu_.memory_bytes && oom_rank_ < 0) {
-      oom_rank_ = rank;
-      oom_time_ = time;
-    }
-    if (s.traced)
-      sink_->memory(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
+    if (total > gpu_.memory_bytes && s.oom_time < 0) s.oom_time = time;
+    if (s.traced) s.memory_records.push_back(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
   }
 
-  void apply_memory(int rank, TimeNs time, const StageProgram& p, int op, bool at_end) {
+  void apply_memory(RankState& s, int rank, TimeNs time, const StageProgram& p, int op, bool at_end) {
     for (int i = p.mem_begin[op]; i < p.mem_begin[op + 1]; ++i)
-      if (p.mem_changes[i].at_end == at_end) allocate(rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
+      if (p.mem_changes[i].at_end == at_end) allocate(s, rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
   }
 
-  bool deps_done(const RankState& s, const StageProgram& p, int op) const {
+  static bool deps_done(const RankState& s, const StageProgram& p, int op) {
     for (int i = p.dep_begin[op]; i < p.dep_begin[op + 1]; ++i)
       if (!s.done[p.deps[i]]) return false;
     return true;
+  }
+
+  // pipeline_wait: the op that just ended brought a pipeline message (a receive, or the TP
+  // all-gather of a scattered one), so a compute gap it ends is a bubble.
+  void try_start(RankState& s, int rank, int stream, TimeNs now, bool pipeline_wait) {
+    const StageProgram& p = program_.stages[s.stage];
+    const auto& ops = p.stream_ops[stream];
+    if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
+    const int op = ops[s.next[stream]];
+    if (!deps_done(s, p, op)) return;
+    s.busy[stream] = true;
+    ++s.next[stream];
+    apply_memory(s, rank, now, p, op, false);
+    if (p.comm[op] != CommKind::none) {
+      s.actions.push_back(Action{now, rank, s.action_seq++, op});
+      return;
+    }
+    const TimeNs gap = now - s.compute_idle_since;
+    if (gap > 0) (pipeline_wait ? s.bubble_ns : s.exposed_ns) += gap;
+    const TimeNs nominal = times_[s.stage].duration[op];
+    const TimeNs d = s.speed == 1 ? nominal : static_cast<TimeNs>(std::llround(static_cast<double>(nominal) / s.speed));
+    (times_[s.stage].memory_bound[op] ? s.memory_ns : s.compute_ns) += d;
+    schedule(s, op, now, now + d);
+  }
+
+  void finish(RankState& s, int rank, const LocalEvent& ev) {
+    const StageProgram& p = program_.stages[s.stage];
+    const int op = ev.op;
+    apply_memory(s, rank, ev.time, p, op, true);
+    s.done[op] = 1;
+    ++s.events;
+    const CommKind comm = p.comm[op];
+    if (p.gemm_m[op] > 0) (p.phase[op] == Phase::recompute ? s.recompute_flops : s.model_flops) += p.flops[op];
+    if (s.traced) {
+      const std::int8_t category = comm != CommKind::none ? 2 : times_[s.stage].memory_bound[op] ? 1 : 0;
+      s.event_records.push_back(EventRecord{rank, static_cast<std::int8_t>(p.stream[op]), category,
+                                            static_cast<std::int8_t>(p.phase[op]), static_cast<std::int16_t>(p.kind[op]),
+                                            p.layer[op], p.micro_batch[op], ev.start, ev.time, p.flops[op], p.bytes[op]});
+    }
+    s.last_end = std::max(s.last_end, ev.time);
+    if (comm != CommKind::recv) s.busy[static_cast<int>(p.stream[op])] = false;
+    if (comm == CommKind::none) s.compute_idle_since = ev.time;
+    const bool pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
+    for (int st = 0; st < kNumStreams; ++st) try_start(s, rank, st, ev.time, pipeline);
+  }
+
+  // ---- Merge phase: sequential, in (time, rank, sequence) order. ----
+
+  void merge_window() {
+    actions_.clear();
+    for (int r : active_) {
+      RankState& s = ranks_[r];
+      actions_.insert(actions_.end(), s.actions.begin(), s.actions.end());
+      s.actions.clear();
+    }
+    std::sort(actions_.begin(), actions_.end(), [](const Action& a, const Action& b) {
+      return a.time != b.time ? a.time < b.time : a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
+    });
+    for (const Action& a : actions_) {
+      run_network(a.time);
+      apply(a);
+    }
+    run_network(window_end_ - 1);
+    for (int r : active_) {
+      selected_[r] = 0;
+      push_head(r);
+    }
+    if (sink_) write_records();
+  }
+
+  // Network events up to and including `limit`; the network's own events come before rank
+  // events at the same time.
+  void run_network(TimeNs limit) {
+    for (TimeNs t = network_next(); t <= limit; t = network_next()) network_event(t);
+  }
+
+  void write_records() {
+    keys_.clear();
+    for (int r : active_)
+      for (std::size_t i = 0; i < ranks_[r].event_records.size(); ++i)
+        keys_.push_back(RecordKey{ranks_[r].event_records[i].end_ns, r, static_cast<std::uint32_t>(i)});
+    std::sort(keys_.begin(), keys_.end());
+    for (const RecordKey& k : keys_) sink_->event(ranks_[k.rank].event_records[k.index]);
+    keys_.clear();
+    for (int r : active_)
+      for (std::size_t i = 0; i < ranks_[r].memory_records.size(); ++i)
+        keys_.push_back(RecordKey{ranks_[r].memory_records[i].time_ns, r, static_cast<std::uint32_t>(i)});
+    std::sort(keys_.begin(), keys_.end());
+    for (const RecordKey& k : keys_) sink_->memory(ranks_[k.rank].memory_records[k.index]);
+    for (int r : active_) {
+      ranks_[r].event_records.clear();
+      ranks_[r].memory_records.clear();
+    }
+  }
+
+  void apply(const Action& a) {
+    const StageProgram& p = program_.stages[ranks_[a.rank].stage];
+    if (p.comm[a.op] != CommKind::send) return post_collective(a.rank, a.op, a.time);
+    const int dst = peer(a.rank, p.group[a.op]);
+    const PathParams path = comm_.path(a.rank, dst);
+    hops_.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(path)});
+    start_transfer(a.time, comm_.send_tail(path), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
   }
 
   // Ranks of this rank's TP, DP or embedding group in ring order; the first is the group's
@@ -178,7 +324,6 @@ class Simulation {
     return plan_.rank_of(c);
   }
 
-  // Starts a transfer and makes sure a network event is queued for its network's next change.
   void start_transfer(TimeNs now, TimeNs tail_ns, CommSlot slot) {
     int tag;
     if (free_slots_.empty()) {
@@ -189,67 +334,8 @@ class Simulation {
       free_slots_.pop_back();
       slots_[tag] = slot;
     }
+    net_now_ = std::max(net_now_, now);
     transfers_.start(now, hops_, tail_ns, tag);
-    wake_network(now);
-  }
-
-  void wake_network(TimeNs now) {
-    const TimeNs next = std::max(transfers_.next_event(), now);
-    if (next == Transfers::kNever || next >= network_wakeup_) return;
-    network_wakeup_ = next;
-    queue_.push(Event{next, kNetwork, -1, seq_++, 0});
-  }
-
-  // Flows finished: complete the sends and collectives whose last flow ended.
-  void network_event(TimeNs now) {
-    if (now == network_wakeup_) network_wakeup_ = Transfers::kNever;
-    finished_.clear();
-    transfers_.collect(now, finished_);
-    for (const FinishedTransfer& f : finished_) {
-      const CommSlot slot = slots_[f.tag];
-      free_slots_.push_back(f.tag);
-      if (slot.group == Group::tp || slot.group == Group::dp || slot.group == Group::embedding) {
-        // Members may run different stage programs (the embedding group): each completes the op
-        // it posted, the one before the cursor of the collective's stream.
-        const int st = static_cast<int>(slot.stream);
-        for (int member : members(slot.rank, slot.group)) {
-          const RankState& m = ranks_[member];
-          schedule(member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
-        }
-      } else {
-        schedule(slot.rank, slot.op, f.start_ns, f.end_ns);
-      }
-    }
-    wake_network(now);
-  }
-
-  // pipeline_wait: the op that just ended brought a pipeline message (a receive, or the TP
-  // all-gather of a scattered one), so a compute gap it ends is a bubble.
-  void try_start(int rank, int stream, TimeNs now, bool pipeline_wait) {
-    RankState& s = ranks_[rank];
-    const StageProgram& p = program_.stages[s.stage];
-    const auto& ops = p.stream_ops[stream];
-    if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
-    const int op = ops[s.next[stream]];
-    if (!deps_done(s, p, op)) return;
-    s.busy[stream] = true;
-    ++s.next[stream];
-    apply_memory(rank, now, p, op, false);
-    const CommKind comm = p.comm[op];
-    if (comm == CommKind::none) {
-      const TimeNs gap = now - s.compute_idle_since;
-      if (gap > 0) (pipeline_wait ? s.bubble_ns : s.exposed_ns) += gap;
-      const TimeNs d = times_[s.stage].duration[op];
-      (times_[s.stage].memory_bound[op] ? s.memory_ns : s.compute_ns) += d;
-      schedule(rank, op, now, now + d);
-    } else if (comm == CommKind::send) {
-      const int dst = peer(rank, p.group[op]);
-      const PathParams path = comm_.path(rank, dst);
-      hops_.assign(1, HopFlow{rank, dst, p.bytes[op] / CommModel::send_wire_factor(path)});
-      start_transfer(now, comm_.send_tail(path), CommSlot{rank, op, p.group[op], p.stream[op]});
-    } else {
-      post_collective(rank, op, now);
-    }
   }
 
   void post_collective(int rank, int op, TimeNs now) {
@@ -265,45 +351,49 @@ class Simulation {
     if (rings.rings.empty()) rings = comm_.rings(group);
     const CollectiveCost cost = comm_.cost(p.comm[op], p.bytes[op], rings);
     lower_collective(p.comm[op], p.bytes[op], rings, cost, hops_);
-    const TimeNs tail = cost.tail_ns;
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
-    start_transfer(latest, tail, CommSlot{leader, op, g, p.stream[op]});
+    start_transfer(latest, cost.tail_ns, CommSlot{leader, op, g, p.stream[op]});
   }
 
-  void deliver(int rank, int op, TimeNs start, TimeNs now) {
-    const StageProgram& p = program_.stages[ranks_[rank].stage];
-    const int dst = peer(rank, p.group[op]);
-    RankState& d = ranks_[dst];
-    const StageProgram& dp = program_.stages[d.stage];
-    const bool from_prev = p.group[op] == Group::pp_next;
-    const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
-    int& index = from_prev ? d.recv_prev : d.recv_next;
-    assert(index < static_cast<int>(list.size()));
-    schedule(dst, list[index++], start, now);
+  // A rank event caused by the network; it must lie beyond the current window (lookahead).
+  void schedule_remote(int rank, int op, TimeNs start, TimeNs end) {
+    if (end < window_end_)
+      throw std::logic_error("engine: a transfer ended within the lookahead window; its latency tail is below "
+                             "kLookaheadNs");
+    schedule(ranks_[rank], op, start, end);
+    push_head(rank);
   }
 
-  void finish(const Event& ev) {
-    RankState& s = ranks_[ev.rank];
-    const StageProgram& p = program_.stages[s.stage];
-    const int op = ev.op;
-    apply_memory(ev.rank, ev.time, p, op, true);
-    s.done[op] = 1;
-    ++events_;
-    const CommKind comm = p.comm[op];
-    if (p.gemm_m[op] > 0) (p.phase[op] == Phase::recompute ? recompute_flops_ : model_flops_) += p.flops[op];
-    if (s.traced) {
-      const std::int8_t category = comm != CommKind::none ? 2 : times_[s.stage].memory_bound[op] ? 1 : 0;
-      sink_->event(EventRecord{ev.rank, static_cast<std::int8_t>(p.stream[op]), category,
-                               static_cast<std::int8_t>(p.phase[op]), static_cast<std::int16_t>(p.kind[op]),
-                               p.layer[op], p.micro_batch[op], ev.start, ev.time, p.flops[op], p.bytes[op]});
+  // Flows finished: complete the sends (and deliver their receives) and the collectives whose
+  // last flow ended.
+  void network_event(TimeNs now) {
+    net_now_ = std::max(net_now_, now);
+    finished_.clear();
+    transfers_.collect(net_now_, finished_);
+    for (const FinishedTransfer& f : finished_) {
+      const CommSlot slot = slots_[f.tag];
+      free_slots_.push_back(f.tag);
+      if (slot.group == Group::tp || slot.group == Group::dp || slot.group == Group::embedding) {
+        // Members may run different stage programs (the embedding group): each completes the op
+        // it posted, the one before the cursor of the collective's stream.
+        const int st = static_cast<int>(slot.stream);
+        for (int member : members(slot.rank, slot.group)) {
+          const RankState& m = ranks_[member];
+          schedule_remote(member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
+        }
+        continue;
+      }
+      schedule_remote(slot.rank, slot.op, f.start_ns, f.end_ns);
+      const int dst = peer(slot.rank, slot.group);
+      RankState& d = ranks_[dst];
+      const StageProgram& dp = program_.stages[d.stage];
+      const bool from_prev = slot.group == Group::pp_next;
+      const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
+      int& index = from_prev ? d.recv_prev : d.recv_next;
+      assert(index < static_cast<int>(list.size()));
+      schedule_remote(dst, list[index++], f.start_ns, f.end_ns);
     }
-    s.last_end = std::max(s.last_end, ev.time);
-    if (comm != CommKind::recv) s.busy[static_cast<int>(p.stream[op])] = false;
-    if (comm == CommKind::none) s.compute_idle_since = ev.time;
-    if (comm == CommKind::send) deliver(ev.rank, op, ev.start, ev.time);
-    const bool pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
-    for (int st = 0; st < kNumStreams; ++st) try_start(ev.rank, st, ev.time, pipeline);
   }
 
   EngineResult result() {
@@ -314,11 +404,23 @@ class Simulation {
     const double step_s = ns_to_seconds(std::max<TimeNs>(step, 1));
     Summary& sum = out.summary;
     sum.num_gpus = n;
-    sum.events = events_;
+    double model_flops = 0, recompute_flops = 0;
+    int oom_rank = -1;
+    TimeNs oom_time = 0;
+    for (int r = 0; r < n; ++r) {  // in rank order, so the sums do not depend on threads
+      const RankState& s = ranks_[r];
+      sum.events += s.events;
+      model_flops += s.model_flops;
+      recompute_flops += s.recompute_flops;
+      if (s.oom_time >= 0 && (oom_rank < 0 || s.oom_time < oom_time)) {
+        oom_rank = r;
+        oom_time = s.oom_time;
+      }
+    }
     sum.step_time_s = ns_to_seconds(step);
     sum.tokens_per_s = static_cast<double>(plan_.global_batch) * program_.model.seq_len / step_s;
-    sum.model_tflops_per_gpu = model_flops_ / (step_s * n) / kTFLOP;
-    sum.hw_tflops_per_gpu = (model_flops_ + recompute_flops_) / (step_s * n) / kTFLOP;
+    sum.model_tflops_per_gpu = model_flops / (step_s * n) / kTFLOP;
+    sum.hw_tflops_per_gpu = (model_flops + recompute_flops) / (step_s * n) / kTFLOP;
     sum.mfu = sum.model_tflops_per_gpu * kTFLOP / peak_flops_;
     double total_ns = 0;
     for (int r = 0; r < n; ++r) {
@@ -349,10 +451,10 @@ class Simulation {
     }
     for (double* f : {&sum.compute, &sum.memory_bound, &sum.exposed_comm, &sum.bubble}) *f /= std::max(total_ns, 1.0);
     sum.idle = std::max(0.0, 1.0 - sum.compute - sum.memory_bound - sum.exposed_comm - sum.bubble);
-    sum.oom = oom_rank_ >= 0;
-    sum.oom_rank = oom_rank_;
-    sum.oom_time_s = ns_to_seconds(oom_time_);
-    sum.oom_needed_gib = sum.oom ? ranks_[oom_rank_].peak / kGiB : 0;  // the rank's whole need
+    sum.oom = oom_rank >= 0;
+    sum.oom_rank = oom_rank;
+    sum.oom_time_s = ns_to_seconds(oom_time);
+    sum.oom_needed_gib = sum.oom ? ranks_[oom_rank].peak / kGiB : 0;  // the rank's whole need
     sum.oom_capacity_gib = gpu_.memory_bytes / kGiB;
     for (int id = 0; id < graph_.num_links(); ++id) {
       const Link& l = graph_.link(id);
@@ -364,6 +466,15 @@ class Simulation {
     return out;
   }
 
+  struct RecordKey {
+    TimeNs time;
+    int rank;
+    std::uint32_t index;
+    bool operator<(const RecordKey& o) const {
+      return time != o.time ? time < o.time : rank != o.rank ? rank < o.rank : index < o.index;
+    }
+  };
+
   const Program& program_;
   const ParallelPlan& plan_;
   const ClusterGraph& graph_;
@@ -371,6 +482,7 @@ class Simulation {
   const CommModel& comm_;
   TraceSink* sink_;
   double peak_flops_;
+  int threads_;
   std::vector<RankState> ranks_;
   std::vector<StageTimes> times_;
   GroupState groups_[3];  // TP, DP, embedding
@@ -379,13 +491,13 @@ class Simulation {
   std::vector<int> free_slots_;
   std::vector<HopFlow> hops_;    // scratch for the flows of one transfer
   std::vector<FinishedTransfer> finished_;
-  TimeNs network_wakeup_ = Transfers::kNever;  // earliest queued network event
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
-  std::uint64_t seq_ = 0;
-  std::int64_t events_ = 0;
-  double model_flops_ = 0, recompute_flops_ = 0;
-  int oom_rank_ = -1;
-  TimeNs oom_time_ = 0;
+  TimeNs net_now_ = 0;           // the network's clock
+  TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
+  std::vector<RankHead> heads_;  // min-heap; entries whose rank head moved are skipped
+  std::vector<char> selected_;   // rank is in active_
+  std::vector<int> active_;      // ranks with events in the current window, ascending
+  std::vector<Action> actions_;
+  std::vector<RecordKey> keys_;
 };
 
 }  // namespace
@@ -395,8 +507,10 @@ Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec&
     : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol, algorithm),
       compute_(gpu, precision) {}
 
-EngineResult Engine::run(TraceSink* sink, TraceDetail detail) {
-  return Simulation(program_, graph_, gpu_, comm_, compute_, sink, detail).run();
+EngineResult Engine::run(TraceSink* sink, TraceDetail detail, const EngineOptions& options) {
+  if (!options.gpu_speed.empty() && static_cast<int>(options.gpu_speed.size()) != program_.plan.num_ranks())
+    throw std::invalid_argument("EngineOptions::gpu_speed: one factor per rank");
+  return Simulation(program_, graph_, gpu_, comm_, compute_, sink, detail, options).run();
 }
 
 }  // namespace dtsim

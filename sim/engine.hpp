@@ -1,10 +1,17 @@
 // The event engine: runs a Program on a cluster. Each rank is a logical process with one
 // in-order queue per stream; an op starts when its stream is free and its dependencies are done.
 // Collectives start when every member of the group has posted them (rendezvous); a send
-// delivers its message to the peer's matching receive when the transfer ends. Events are
-// ordered by (time, rank, sequence), so a run is deterministic.
+// delivers its message to the peer's matching receive when the transfer ends.
 //
-// Thread safety: an Engine is used by one thread.
+// Parallel scheme (conservative windows): every cross-rank effect goes through the network and
+// arrives at least kLookaheadNs (the smallest launch latency of a collective or send) after it
+// was caused. So all rank events in [T, T + kLookaheadNs), T the earliest pending event, are
+// handled rank by rank in a tbb::parallel_for; what they do to shared state (posting a
+// collective, starting a send) and their trace records are buffered per rank and then applied
+// sequentially in (time, rank, sequence) order together with the network's events. The result
+// and the trace are identical for any thread count.
+//
+// Thread safety: an Engine is used by one thread at a time (it may use `threads` TBB workers).
 #pragma once
 #include <vector>
 
@@ -17,6 +24,11 @@
 namespace dtsim {
 
 enum class TraceDetail { summary, stages, all };
+
+struct EngineOptions {
+  int threads = 1;                // TBB worker threads for the rank-local phase, >= 1
+  std::vector<double> gpu_speed;  // compute speed factor per GPU (> 0; 1 = nominal); empty = all 1
+};
 
 struct EngineResult {
   Summary summary;
@@ -31,7 +43,7 @@ class Engine {
   Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
          std::optional<Protocol> protocol = std::nullopt, std::optional<Algorithm> algorithm = std::nullopt);
   // Runs one step; streams events and memory records of traced ranks to `sink` (may be null).
-  EngineResult run(TraceSink* sink, TraceDetail detail);
+  EngineResult run(TraceSink* sink, TraceDetail detail, const EngineOptions& options = {});
 
  private:
   const Program& program_;

@@ -19,7 +19,8 @@ FlowNetwork::FlowNetwork(std::vector<double> link_bytes_per_s)
       link_dirty_(capacity_.size(), 0),
       link_seen_(capacity_.size(), 0),
       residual_(capacity_.size(), 0.0),
-      unfixed_(capacity_.size(), 0) {}
+      unfixed_(capacity_.size(), 0),
+      link_pos_(capacity_.size(), 0) {}
 
 double FlowNetwork::remaining_now(const Flow& f) const {
   if (f.rate <= 0 || now_ <= f.updated_at) return f.remaining;
@@ -136,26 +137,29 @@ void FlowNetwork::solve() {
   fill(comp_flows_, comp_links_);
 }
 
+// Progressive filling: repeatedly the link with the smallest fair share residual / unfixed flows
+// (the first in `links` order among equal shares) fixes its unfixed flows at that share. Shares
+// sit in a lazy min-heap of (share, position in `links`); an entry whose share is no longer the
+// link's current one is skipped, so each fixed flow costs O(links on its route * log).
 void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& links) {
-  for (int l : links) {
+  heap_.clear();
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const int l = links[i];
     residual_[l] = capacity_[l];
     unfixed_[l] = static_cast<int>(link_flows_[l].size());
+    link_pos_[l] = static_cast<int>(i);
+    if (unfixed_[l] > 0) heap_.emplace_back(residual_[l] / unfixed_[l], static_cast<int>(i));
   }
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   for (int f : flows) fixed_[f] = 0;
   std::size_t left = flows.size();
   while (left > 0) {
-    // Bottleneck: the link with the smallest fair share among links with unfixed flows.
-    int best = -1;
-    double share = std::numeric_limits<double>::infinity();
-    for (int l : links) {
-      if (unfixed_[l] == 0) continue;
-      const double s = residual_[l] / unfixed_[l];
-      if (s < share) {
-        share = s;
-        best = l;
-      }
-    }
-    assert(best >= 0);
+    assert(!heap_.empty());
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const auto [share, pos] = heap_.back();
+    heap_.pop_back();
+    const int best = links[pos];
+    if (unfixed_[best] == 0 || residual_[best] / unfixed_[best] != share) continue;  // stale entry
     for (int f : link_flows_[best]) {
       if (fixed_[f]) continue;
       fixed_[f] = 1;
@@ -164,6 +168,10 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
       for (int l : flows_[f].links) {
         residual_[l] = std::max(0.0, residual_[l] - share);
         --unfixed_[l];
+        if (l != best && unfixed_[l] > 0) {
+          heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
+          std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        }
       }
     }
   }

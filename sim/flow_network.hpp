@@ -79,6 +79,8 @@ class FlowNetwork {
   std::vector<double> residual_;
   std::vector<int> unfixed_;
   std::vector<char> fixed_;
+  std::vector<int> link_pos_;                   // link -> its position in the component's links
+  std::vector<std::pair<double, int>> heap_;    // (fair share, position): min-heap of fill()
 };
 
 }  // namespace dtsim

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
+#include <tbb/info.h>
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -30,7 +31,7 @@ using namespace dtsim;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json]\n"
+    "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
@@ -80,7 +81,8 @@ int run_command(int argc, char** argv) {
   po::options_description own("dtsim run options");
   own.add_options()("help,h", "print this help")("output,o", po::value<std::string>(),
                                                   "write the HDF5 trace to FILE (overrides output.trace)")(
-      "json", "print the summary as one JSON object");
+      "json", "print the summary as one JSON object")(
+      "threads", po::value<int>()->default_value(0), "engine threads; 0 = all cores (results do not depend on it)");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
@@ -88,7 +90,9 @@ int run_command(int argc, char** argv) {
   }
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
-  const EngineResult result = run_scenario(sc, trace);
+  const int threads = cmd.vm["threads"].as<int>();
+  if (threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1, or 0 for all cores", threads));
+  const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency());
   std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary, result.links) + "\n"
                                      : format_summary_text(sc, result.summary, result.links));
   if (!trace.empty() && !cmd.vm.count("json"))

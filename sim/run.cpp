@@ -17,6 +17,7 @@ ClusterGraph make_cluster(const Scenario& sc) {
   ClusterGraph graph;
   try {
     graph = sc.topology_file.empty() ? build_cluster(sc.cluster) : read_dot(sc.topology_file);
+    for (const LinkFactor& f : sc.degraded_links) scale_link_pair(graph, f.a, f.b, f.factor);
     Router(graph).check_connected();
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", sc.source, e.what()));
@@ -45,7 +46,7 @@ void require_simulated_model(const ModelShape& model, const std::string& source)
         "gives its memory", source, model.name, model.name));
 }
 
-EngineResult run_scenario(Scenario& sc, const std::string& trace_path) {
+EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threads) {
   require_simulated_model(sc.model, sc.source);
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
@@ -58,7 +59,13 @@ EngineResult run_scenario(Scenario& sc, const std::string& trace_path) {
     sink->begin(RunInfo{sc.resolved_text, DTSIM_VERSION});
   }
   try {
-    EngineResult result = engine.run(sink.get(), sc.trace_detail);
+    EngineOptions options;
+    options.threads = threads;
+    if (!sc.slow_gpus.empty()) {
+      options.gpu_speed.assign(graph.num_gpus(), 1.0);
+      for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;
+    }
+    EngineResult result = engine.run(sink.get(), sc.trace_detail, options);
     if (sink) {
       sink->ranks(result.ranks);
       sink->topology(device_records(graph), result.links);

@@ -17,7 +17,8 @@ ClusterGraph make_cluster(const Scenario& scenario);
 void require_simulated_model(const ModelShape& model, const std::string& source);
 
 // Validates the layout against the cluster, simulates one step and, when trace_path is set,
-// writes the HDF5 trace there (atomically). Throws InputError on bad input.
-EngineResult run_scenario(Scenario& scenario, const std::string& trace_path);
+// writes the HDF5 trace there (atomically). `threads`: engine threads (the result is the same for
+// any count). Throws InputError on bad input.
+EngineResult run_scenario(Scenario& scenario, const std::string& trace_path, int threads = 1);
 
 }  // namespace dtsim

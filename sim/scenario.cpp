@@ -75,13 +75,20 @@ constexpr Key kKeys[] = {
     {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
     {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
     {"cluster.oversubscription", "1", "leaf (or rail) to spine oversubscription ratio, >= 1"},
-    {"cluster.fabric", "fat_tree", "fat_tree (NICs fill 32-port leaves) | rail (NIC k of every node on rail switch k)"},
+    {"cluster.fabric", "fat_tree", "fat_tree (32-port leaves, one spine) | rail (NIC k of every node on rail switch k) | clos3 (ToR, pod, core)"},
     {"cluster.nic", "", "named NIC, replacing nic_kind and nic_gbps: edr, hdr, ndr, xdr, opa100, roce100, roce200, roce400"},
+    {"cluster.gpus_per_tor", "16", "clos3: GPUs whose NICs share a top-of-rack switch"},
+    {"cluster.pod_gpus", "3072", "clos3: GPUs per pod (full bisection inside a pod)"},
+    {"cluster.pod_oversubscription", "1", "clos3: pod-to-core oversubscription ratio, >= 1"},
+    {"cluster.slow_gpus", "", "per-GPU compute speed factors GPU:FACTOR,... (0 < factor), e.g. 17:0.8,301:0.9"},
+    {"cluster.degraded_links", "",
+     "per-link bandwidth factors DEVICE--DEVICE:FACTOR,... (both directions), e.g. node3.nic0--tor1:0.5"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
     {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
-    {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | all"},
+    {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
+    {"output.detail", "", "the same as output.trace_detail (which it overrides when given)"},
 };
 
 class Values {
@@ -195,17 +202,73 @@ std::vector<int> read_int_list(const Values& v, const char* key) {
   return out;
 }
 
-TraceDetail parse_trace_detail(const std::string& text, const std::string& source) {
+// A factor of cluster.slow_gpus or cluster.degraded_links: a finite number > 0.
+double read_factor(const Values& v, const char* key, const std::string& item, const std::string& text) {
+  std::size_t used = 0;
+  double f = 0;
+  try {
+    f = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(f) || f <= 0)
+    throw InputError(fmt::format("{}: {} = '{}': in '{}', factor '{}' must be a finite number > 0", v.source(), key,
+                                 v.text(key), item, text));
+  return f;
+}
+
+// Comma-separated NAME:FACTOR items; the name is everything before the last ':'.
+template <class F>
+void for_each_factor(const Values& v, const char* key, const char* example, F&& f) {
+  std::stringstream in(v.text(key));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const std::size_t colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw InputError(fmt::format("{}: {} = '{}': item '{}' is not NAME:FACTOR; give e.g. {}", v.source(), key,
+                                   v.text(key), item, example));
+    f(item, item.substr(0, colon), read_factor(v, key, item, item.substr(colon + 1)));
+  }
+}
+
+std::vector<GpuFactor> read_slow_gpus(const Values& v) {
+  std::vector<GpuFactor> out;
+  for_each_factor(v, "cluster.slow_gpus", "17:0.8,301:0.9", [&](const std::string& item, const std::string& name, double f) {
+    int gpu = 0;
+    auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), gpu);
+    if (ec != std::errc() || ptr != name.data() + name.size() || gpu < 0)
+      throw InputError(fmt::format("{}: cluster.slow_gpus = '{}': in '{}', '{}' is not a GPU index (0, 1, ...)",
+                                   v.source(), v.text("cluster.slow_gpus"), item, name));
+    out.push_back(GpuFactor{gpu, f});
+  });
+  return out;
+}
+
+std::vector<LinkFactor> read_degraded_links(const Values& v) {
+  std::vector<LinkFactor> out;
+  for_each_factor(v, "cluster.degraded_links", "node3.nic0--tor1:0.5",
+                  [&](const std::string& item, const std::string& name, double f) {
+                    const std::size_t sep = name.find("--");
+                    if (sep == std::string::npos || sep == 0 || sep + 2 >= name.size())
+                      throw InputError(fmt::format(
+                          "{}: cluster.degraded_links = '{}': in '{}', '{}' is not DEVICE--DEVICE", v.source(),
+                          v.text("cluster.degraded_links"), item, name));
+                    out.push_back(LinkFactor{name.substr(0, sep), name.substr(sep + 2), f});
+                  });
+  return out;
+}
+
+TraceDetail parse_trace_detail(const std::string& text, const std::string& source, const char* key) {
   if (text == "summary") return TraceDetail::summary;
   if (text == "stages") return TraceDetail::stages;
-  if (text == "all") return TraceDetail::all;
-  throw InputError(fmt::format("{}: output.trace_detail = '{}': valid values are summary, stages, all", source, text));
+  if (text == "full" || text == "all") return TraceDetail::all;
+  throw InputError(fmt::format("{}: {} = '{}': valid values are summary, stages, full (or all)", source, key, text));
 }
 
 }  // namespace
 
 std::string_view trace_detail_name(TraceDetail d) {
-  return d == TraceDetail::summary ? "summary" : d == TraceDetail::stages ? "stages" : "all";
+  return d == TraceDetail::summary ? "summary" : d == TraceDetail::stages ? "stages" : "full";
 }
 
 po::options_description scenario_options() {
@@ -336,7 +399,10 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   c.nic_gbps = v.real("cluster.nic_gbps", limits::kMinNicGbps, limits::kMaxNicGbps);
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
   c.oversubscription = v.real("cluster.oversubscription", 1, 1e6);
-  c.fabric = v.parsed([&] { return parse_fabric_kind(v.text("cluster.fabric"), "cluster.fabric"); });
+  c.fabric = v.parsed([&] { return parse_fabric(v.text("cluster.fabric"), "cluster.fabric"); });
+  c.gpus_per_tor = v.integer("cluster.gpus_per_tor", 1);
+  c.pod_gpus = v.integer("cluster.pod_gpus", 1);
+  c.pod_oversubscription = v.real("cluster.pod_oversubscription", 1, 1e6);
   if (!v.text("cluster.nic").empty()) {
     const NicPreset nic = v.parsed([&] { return parse_nic_preset(v.text("cluster.nic"), "cluster.nic"); });
     c.nic_kind = nic.kind;
@@ -345,8 +411,12 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
   sc.algorithm = v.parsed([&] { return parse_algorithm(v.text("cluster.nccl_algorithm"), "cluster.nccl_algorithm"); });
   sc.topology_file = v.text("cluster.topology_file");
+  sc.slow_gpus = read_slow_gpus(v);
+  sc.degraded_links = read_degraded_links(v);
   sc.trace_path = v.text("output.trace");
-  sc.trace_detail = parse_trace_detail(v.text("output.trace_detail"), sc.source);
+  sc.trace_detail = v.given("output.detail")
+                        ? parse_trace_detail(v.text("output.detail"), sc.source, "output.detail")
+                        : parse_trace_detail(v.text("output.trace_detail"), sc.source, "output.trace_detail");
 
   sc.resolved_text = resolved_text(vm);
   return sc;
@@ -374,6 +444,10 @@ void validate_scenario(Scenario& sc, int num_gpus) {
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", sc.source, e.what()));
   }
+  for (const GpuFactor& f : sc.slow_gpus)
+    if (f.gpu >= num_gpus)
+      throw InputError(fmt::format("{}: cluster.slow_gpus: GPU {} does not exist; the cluster has GPUs 0..{}", sc.source,
+                                   f.gpu, num_gpus - 1));
 }
 
 }  // namespace dtsim

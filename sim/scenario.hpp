@@ -17,12 +17,26 @@
 
 namespace dtsim {
 
+// cluster.slow_gpus: GPU `gpu` computes at `factor` of its nominal speed.
+struct GpuFactor {
+  int gpu = 0;
+  double factor = 1;
+};
+// cluster.degraded_links: the link between devices `a` and `b` (both directions) carries
+// `factor` of its bandwidth.
+struct LinkFactor {
+  std::string a, b;
+  double factor = 1;
+};
+
 struct Scenario {
   std::string source;            // the file it came from, or "built-in default"
   ModelShape model;
   ParallelPlan plan;             // validated against the model and the cluster
   ClusterConfig cluster;
   std::string topology_file;     // a DOT file replacing the built cluster, "" for none
+  std::vector<GpuFactor> slow_gpus;          // checked against the GPU count by validate_scenario
+  std::vector<LinkFactor> degraded_links;    // applied (and checked) by make_cluster
   Precision precision = Precision::bf16;
   std::optional<Protocol> protocol;  // forced NCCL protocol; nullopt = chosen per collective
   std::optional<Algorithm> algorithm;  // forced NCCL algorithm; nullopt = chosen per collective

@@ -270,3 +270,17 @@ TEST_CASE("dtsim advise ranks simulated layouts and writes the advise table", "[
   REQUIRE(priced.status == 0);
   CHECK_THAT(priced.out, Catch::Contains("\"ranked_by\": \"cost\"") && Catch::Contains("\"cost_usd\": 6"));
 }
+
+TEST_CASE("bad heterogeneity and trace detail values name the key and what is valid", "[cli]") {
+  expect_input_error("run --cluster.slow_gpus=99999:0.8", "cluster.slow_gpus: GPU 99999 does not exist");
+  expect_input_error("run --cluster.slow_gpus=17:0", "must be a finite number > 0");
+  expect_input_error("run --cluster.slow_gpus=17:nan", "must be a finite number > 0");
+  expect_input_error("run --cluster.slow_gpus=17", "is not NAME:FACTOR");
+  expect_input_error("run --cluster.slow_gpus=x:0.5", "'x' is not a GPU index");
+  expect_input_error("run --cluster.degraded_links=node0.nic0:0.5", "is not DEVICE--DEVICE");
+  expect_input_error("run --cluster.degraded_links=node0.nic0--nowhere:0.5", "no device 'nowhere'");
+  expect_input_error("run --cluster.degraded_links=node0.gpu0--node1.gpu0:0.5", "no link between");
+  expect_input_error("run --output.detail=most", "output.detail = 'most': valid values are summary, stages, full");
+  expect_input_error("run --cluster.fabric=torus", "cluster.fabric = 'torus'");
+  expect_input_error("run --threads=-1", "--threads -1");
+}

@@ -25,7 +25,7 @@ TEST_CASE("a rail-optimized fabric puts NIC k of every node on rail k", "[topolo
   c.nodes = 4;
   c.nics_per_node = 8;
   c.nic_gbps = 200;
-  c.fabric = FabricKind::rail;
+  c.fabric = Fabric::rail;
   c.oversubscription = 2;
   const ClusterGraph g = build_cluster(c);
   const Router router(g);
@@ -39,8 +39,8 @@ TEST_CASE("a rail-optimized fabric puts NIC k of every node on rail k", "[topolo
       found = true;
     }
   CHECK(found);
-  CHECK(parse_fabric_kind("rail", "cluster.fabric") == FabricKind::rail);
-  CHECK_THROWS_AS(parse_fabric_kind("dragonfly", "cluster.fabric"), InputError);
+  CHECK(parse_fabric("rail", "cluster.fabric") == Fabric::rail);
+  CHECK_THROWS_AS(parse_fabric("dragonfly", "cluster.fabric"), InputError);
 }
 
 TEST_CASE("named NICs give the InfiniBand, Omni-Path and RoCE generations", "[topology]") {

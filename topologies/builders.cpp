@@ -12,6 +12,12 @@
 // p2p = false). NICs go to leaf switches of kLeafPorts ports (NICs in node-major order); with more
 // than one leaf, the spine layer is collapsed into one vertex "spine0" (ideal ECMP): each leaf's
 // uplink carries (its NIC ports * NIC rate) / oversubscription per direction.
+// fabric = clos3 (the three tiers of Meta's Llama 3 cluster): the NICs of every gpus_per_tor
+// consecutive GPUs go to one top-of-rack vertex "torT"; the ToRs of every pod_gpus GPUs go to one
+// vertex "podP" standing for the pod's whole aggregation layer, each ToR uplink carrying all its
+// NIC ports (full bisection inside the pod); with more than one pod, every pod has an uplink to
+// one vertex "core0" carrying (its NIC ports * NIC rate) / pod_oversubscription. Switch layers
+// are collapsed into one vertex each (ideal ECMP), so the graph stays small at 16K GPUs.
 #include "topologies/builders.hpp"
 
 #include <fmt/format.h>
@@ -64,6 +70,13 @@ void validate(const ClusterConfig& c, const GpuSpec& gpu) {
           fmt::format("must be between {} and {}", limits::kMinNicGbps, limits::kMaxNicGbps));
   require(c.oversubscription >= 1 && std::isfinite(c.oversubscription), "cluster.oversubscription",
           c.oversubscription, "must be a finite number >= 1");
+  if (c.fabric == Fabric::clos3) {
+    require(c.gpus_per_tor >= 1 && c.gpus_per_tor % c.gpus_per_node == 0, "cluster.gpus_per_tor", c.gpus_per_tor,
+            fmt::format("must be a positive multiple of cluster.gpus_per_node ({})", c.gpus_per_node));
+    require(c.pod_gpus >= 1 && c.pod_gpus % c.gpus_per_tor == 0, "cluster.pod_gpus", c.pod_gpus,
+            fmt::format("must be a positive multiple of cluster.gpus_per_tor ({})", c.gpus_per_tor));
+    require(c.pod_oversubscription >= 1, "cluster.pod_oversubscription", c.pod_oversubscription, "must be >= 1");
+  }
   if (c.nodes > 1) {
     require(c.nics_per_node >= 1, "cluster.nics_per_node", c.nics_per_node, "must be >= 1");
     require(std::int64_t{c.nodes} * c.nics_per_node <= limits::kMaxGpus, "cluster.nics_per_node", c.nics_per_node,
@@ -181,9 +194,10 @@ class Builder {
   }
 
   void build_fabric(const std::vector<std::vector<VertexId>>& node_nics) {
+    if (c_.fabric == Fabric::clos3) return build_clos3(node_nics);
     const double nic_bytes = c_.nic_gbps * 1e9 / 8;
     const TimeNs latency = c_.nic_kind == LinkKind::ethernet ? kEthernetLatencyNs : kIbSwitchLatencyNs;
-    if (c_.fabric == FabricKind::rail) {
+    if (c_.fabric == Fabric::rail) {
       // Rail k: one (aggregated, non-blocking) switch for NIC k of every node.
       const VertexId spine = add("spine0", DeviceKind::network_switch, -1);
       for (int k = 0; k < c_.nics_per_node; ++k) {
@@ -208,6 +222,36 @@ class Builder {
     }
   }
 
+  // NICs -> ToR -> pod -> core; each uplink carries the NIC ports below it (the pod's divided by
+  // pod_oversubscription).
+  void build_clos3(const std::vector<std::vector<VertexId>>& node_nics) {
+    const double port = c_.nic_gbps * 1e9 / 8;
+    const TimeNs latency = c_.nic_kind == LinkKind::ethernet ? kEthernetLatencyNs : kIbSwitchLatencyNs;
+    const int nodes_per_tor = c_.gpus_per_tor / c_.gpus_per_node;
+    const int tors_per_pod = c_.pod_gpus / c_.gpus_per_tor;
+    const int tors = (c_.nodes + nodes_per_tor - 1) / nodes_per_tor;
+    const int pods = (tors + tors_per_pod - 1) / tors_per_pod;
+    const VertexId core = pods > 1 ? add("core0", DeviceKind::network_switch, -1) : VertexId{};
+    std::vector<VertexId> pod;
+    if (tors > 1) {
+      for (int p = 0; p < pods; ++p) pod.push_back(add(fmt::format("pod{}", p), DeviceKind::network_switch, -1));
+    }
+    std::vector<double> pod_ports(pods, 0.0);
+    for (int t = 0; t < tors; ++t) {
+      const VertexId tor = add(fmt::format("tor{}", t), DeviceKind::network_switch, -1);
+      int ports = 0;
+      for (int n = t * nodes_per_tor; n < std::min(c_.nodes, (t + 1) * nodes_per_tor); ++n) {
+        for (VertexId nic : node_nics[n]) g_.add_duplex_link(nic, tor, c_.nic_kind, port, latency);
+        ports += static_cast<int>(node_nics[n].size());
+      }
+      if (tors == 1) return;
+      g_.add_duplex_link(tor, pod[t / tors_per_pod], c_.nic_kind, ports * port, latency);
+      pod_ports[t / tors_per_pod] += ports;
+    }
+    if (pods == 1) return;
+    for (int p = 0; p < pods; ++p)
+      g_.add_duplex_link(pod[p], core, c_.nic_kind, pod_ports[p] * port / c_.pod_oversubscription, latency);
+  }
 
   const ClusterConfig& c_;
   const GpuSpec& gpu_;
@@ -217,14 +261,6 @@ class Builder {
 };
 
 }  // namespace
-
-FabricKind parse_fabric_kind(std::string_view text, std::string_view key) {
-  if (text == "fat_tree") return FabricKind::fat_tree;
-  if (text == "rail") return FabricKind::rail;
-  throw InputError(fmt::format("{} = '{}': valid values are fat_tree, rail", key, text));
-}
-
-std::string_view fabric_kind_name(FabricKind k) { return k == FabricKind::fat_tree ? "fat_tree" : "rail"; }
 
 NicPreset parse_nic_preset(std::string_view text, std::string_view key) {
   static const std::pair<std::string_view, NicPreset> presets[] = {
@@ -252,6 +288,17 @@ std::string_view node_kind_name(NodeKind k) {
     case NodeKind::nvlink_pairs: return "nvlink_pairs";
   }
   return "?";
+}
+
+Fabric parse_fabric(std::string_view text, std::string_view key) {
+  for (Fabric f : {Fabric::fat_tree, Fabric::rail, Fabric::clos3}) {
+    if (fabric_name(f) == text) return f;
+  }
+  throw InputError(fmt::format("{} = '{}': unknown fabric; valid values: fat_tree, rail, clos3", key, text));
+}
+
+std::string_view fabric_name(Fabric f) {
+  return f == Fabric::fat_tree ? "fat_tree" : f == Fabric::rail ? "rail" : "clos3";
 }
 
 ClusterGraph build_cluster(const ClusterConfig& config) {

@@ -1,5 +1,5 @@
 // Cluster builders from parameters: 8-GPU NVSwitch nodes (DGX/HGX), PCIe boxes, NVLink-bridged
-// pairs, and many nodes joined through NICs into a fat-tree switch layer.
+// pairs, and many nodes joined through NICs into a two-level fat tree or a three-tier Clos.
 #pragma once
 #include <string>
 
@@ -12,11 +12,12 @@ enum class NodeKind { nvswitch, pcie, nvlink_pairs };
 NodeKind parse_node_kind(std::string_view text, std::string_view key);
 std::string_view node_kind_name(NodeKind k);
 
-// fat_tree: NICs fill 32-port leaves in node order, leaves joined by a spine; rail: NIC k of every
-// node on rail switch k (rail-optimized, as DGX SuperPODs), rails joined by a spine.
-enum class FabricKind { fat_tree, rail };
-FabricKind parse_fabric_kind(std::string_view text, std::string_view key);
-std::string_view fabric_kind_name(FabricKind k);
+// fat_tree: 32-port leaves under one collapsed spine; rail: NIC k of every node on rail switch k
+// (rail-optimized, as DGX SuperPODs), rails joined by a spine; clos3: top-of-rack switches, one
+// aggregation layer per pod (full bisection inside the pod) and a core joining the pods.
+enum class Fabric { fat_tree, rail, clos3 };
+Fabric parse_fabric(std::string_view text, std::string_view key);
+std::string_view fabric_name(Fabric f);
 
 // Named NICs: InfiniBand EDR/HDR/NDR/XDR (100/200/400/800 Gb/s), Omni-Path 100, RoCE 100/200/400.
 struct NicPreset {
@@ -39,7 +40,10 @@ struct ClusterConfig {
   double nic_gbps = 100;              // per NIC, Gbit/s
   LinkKind nic_kind = LinkKind::infiniband;  // infiniband | omnipath | ethernet
   double oversubscription = 1.0;      // leaf (or rail) to spine taper, >= 1
-  FabricKind fabric = FabricKind::fat_tree;
+  Fabric fabric = Fabric::fat_tree;
+  int gpus_per_tor = 16;              // clos3: GPUs whose NICs share a top-of-rack switch
+  int pod_gpus = 3072;                // clos3: GPUs per pod (a multiple of gpus_per_tor)
+  double pod_oversubscription = 1.0;  // clos3: pod-to-core taper, >= 1
 };
 
 // Builds the cluster; throws InputError for impossible values (naming the cluster.* key).

@@ -114,4 +114,23 @@ int ClusterGraph::num_nodes() const {
   return largest + 1;
 }
 
+void scale_link_pair(ClusterGraph& graph, const std::string& a, const std::string& b, double factor) {
+  const Graph& g = graph.graph();
+  auto find = [&](const std::string& name) {
+    for (VertexId v = 0; v < boost::num_vertices(g); ++v)
+      if (g[v].name == name) return v;
+    throw InputError(fmt::format("cluster.degraded_links: no device '{}' (see 'dtsim topology --dot' for the names)", name));
+  };
+  const VertexId va = find(a), vb = find(b);
+  int scaled = 0;
+  for (int id = 0; id < graph.num_links(); ++id) {
+    const VertexId s = graph.link_source(id), t = graph.link_target(id);
+    if ((s == va && t == vb) || (s == vb && t == va)) {
+      graph.scale_link(id, factor);
+      ++scaled;
+    }
+  }
+  if (scaled == 0) throw InputError(fmt::format("cluster.degraded_links: no link between '{}' and '{}'", a, b));
+}
+
 }  // namespace dtsim

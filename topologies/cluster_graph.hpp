@@ -61,6 +61,8 @@ class ClusterGraph {
   int num_nodes() const;                       // 1 + largest node index of any device
   int num_links() const { return static_cast<int>(links_.size()); }
   const Link& link(int id) const { return graph_[links_.at(id)]; }
+  // Multiplies the bandwidth of link `id` by factor (> 0).
+  void scale_link(int id, double factor) { graph_[links_.at(id)].bytes_per_s *= factor; }
   VertexId link_source(int id) const { return boost::source(links_.at(id), graph_); }
   VertexId link_target(int id) const { return boost::target(links_.at(id), graph_); }
   const Device& device(VertexId v) const { return graph_[v]; }
@@ -73,5 +75,9 @@ class ClusterGraph {
   std::vector<VertexId> gpus_;
   std::vector<Graph::edge_descriptor> links_;
 };
+
+// Scales both directions of the link(s) between the devices named a and b (cluster.degraded_links);
+// throws InputError naming the key when a device is unknown or the two are not linked.
+void scale_link_pair(ClusterGraph& graph, const std::string& a, const std::string& b, double factor);
 
 }  // namespace dtsim

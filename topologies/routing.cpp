@@ -1,6 +1,9 @@
 // Router: GPU-to-GPU routes by Boost's Dijkstra with weight = kHopWeight per link + its latency,
 // i.e. fewest hops first, then lowest total latency (exact in doubles: latencies sum far below
 // kHopWeight), remaining ties resolved deterministically by Boost's vertex/edge order.
+// A route crosses only fabric devices (node -1) and the devices of its two end nodes, never the
+// inside of a third node; the search stops when the destination is settled and resets only the
+// vertices it touched, so a route costs the size of the fabric, not of the whole cluster.
 // Routes are computed on first request and cached per (src, dst) pair under a mutex.
 #include "topologies/routing.hpp"
 
@@ -9,6 +12,7 @@
 #include <algorithm>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
+#include <boost/graph/filtered_graph.hpp>
 #include <boost/graph/reverse_graph.hpp>
 #include <boost/property_map/function_property_map.hpp>
 #include <limits>
@@ -32,6 +36,35 @@ std::vector<bool> reachable(const G& g, VertexId start) {
   return seen;
 }
 
+// Thrown by the search's visitor once the destination is settled (its route is final then).
+struct RouteFound {};
+
+// Remembers every vertex touched (to reset the scratch maps) and each vertex's last relaxed
+// edge; stops at the destination.
+struct SearchVisitor : boost::default_dijkstra_visitor {
+  VertexId dst;
+  std::vector<VertexId>* touched;
+  std::vector<Graph::edge_descriptor>* pred_edge;
+  template <class G>
+  void discover_vertex(VertexId v, const G&) const { touched->push_back(v); }
+  template <class G>
+  void edge_relaxed(Graph::edge_descriptor e, const G& g) const { (*pred_edge)[boost::target(e, g)] = e; }
+  template <class G>
+  void examine_vertex(VertexId v, const G&) const {
+    if (v == dst) throw RouteFound{};
+  }
+};
+
+// Vertices a route between two nodes may cross: fabric devices and the two nodes' own.
+struct RouteDevices {
+  const Graph* g = nullptr;
+  int src_node = -1, dst_node = -1;
+  bool operator()(VertexId v) const {
+    const int node = (*g)[v].node;
+    return node < 0 || node == src_node || node == dst_node;
+  }
+};
+
 }  // namespace
 
 const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
@@ -46,30 +79,49 @@ const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
   info.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
   if (src != dst) {
     const auto n = boost::num_vertices(g);
-    std::vector<double> dist(n);
-    std::vector<VertexId> pred(n);
-    std::vector<Graph::edge_descriptor> pred_edge(n);
+    if (dist_.size() != n) {
+      dist_.assign(n, std::numeric_limits<double>::infinity());
+      pred_.resize(n);
+      for (VertexId v = 0; v < n; ++v) pred_[v] = v;
+      pred_edge_.resize(n);
+      color_.assign(n, boost::white_color);
+    }
+    // Only fabric devices (node -1) and the two end nodes' devices may carry the route.
+    const boost::filtered_graph<Graph, boost::keep_all, RouteDevices> fg(
+        g, boost::keep_all(), RouteDevices{&g, g[src].node, g[dst].node});
     const auto index = boost::get(boost::vertex_index, g);
     auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
         [&g](Graph::edge_descriptor e) { return kHopWeight + static_cast<double>(g[e].latency_ns); });
-    boost::dijkstra_shortest_paths(
-        g, src,
-        boost::weight_map(weight)
-            .distance_map(boost::make_iterator_property_map(dist.begin(), index))
-            .predecessor_map(boost::make_iterator_property_map(pred.begin(), index))
-            .visitor(boost::make_dijkstra_visitor(boost::record_edge_predecessors(
-                boost::make_iterator_property_map(pred_edge.begin(), index), boost::on_edge_relaxed()))));
-    if (pred[dst] == dst) {
+    touched_.clear();
+    touched_.push_back(src);
+    dist_[src] = 0;
+    try {
+      boost::dijkstra_shortest_paths_no_init(
+          fg, src, boost::make_iterator_property_map(pred_.begin(), index),
+          boost::make_iterator_property_map(dist_.begin(), index), weight, index, std::less<double>(),
+          boost::closed_plus<double>(), 0.0,
+          SearchVisitor{{}, dst, &touched_, &pred_edge_}, boost::make_iterator_property_map(color_.begin(), index));
+    } catch (const RouteFound&) {
+    }
+    const bool found = pred_[dst] != dst;
+    if (found) {
+      for (VertexId v = dst; v != src; v = boost::source(pred_edge_[v], g)) {
+        const Link& link = g[pred_edge_[v]];
+        info.links.push_back(link.id);
+        info.bottleneck_bytes_per_s = std::min(info.bottleneck_bytes_per_s, link.bytes_per_s);
+        info.latency_ns += link.latency_ns;
+      }
+      std::reverse(info.links.begin(), info.links.end());
+    }
+    for (VertexId v : touched_) {
+      dist_[v] = std::numeric_limits<double>::infinity();
+      pred_[v] = v;
+      color_[v] = boost::white_color;
+    }
+    if (!found) {
       throw InputError(fmt::format("no route from {} to {}: the topology is disconnected",
                                    g[src].name, g[dst].name));
     }
-    for (VertexId v = dst; v != src; v = boost::source(pred_edge[v], g)) {
-      const Link& link = g[pred_edge[v]];
-      info.links.push_back(link.id);
-      info.bottleneck_bytes_per_s = std::min(info.bottleneck_bytes_per_s, link.bytes_per_s);
-      info.latency_ns += link.latency_ns;
-    }
-    std::reverse(info.links.begin(), info.links.end());
   }
   return cache_.emplace(key, std::move(info)).first->second;
 }

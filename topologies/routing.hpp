@@ -1,10 +1,13 @@
 // Routes between GPUs: shortest paths over the cluster graph (fewest hops, ties broken by the
-// lower total latency, then deterministically by vertex order), computed once per pair and cached.
+// lower total latency, then deterministically by vertex order), through fabric devices and the
+// two end nodes only, computed once per pair and cached.
 #pragma once
 #include <mutex>
 #include <span>
 #include <unordered_map>
 #include <vector>
+
+#include <boost/graph/properties.hpp>
 
 #include "topologies/cluster_graph.hpp"
 
@@ -28,6 +31,12 @@ class Router {
   const ClusterGraph& graph_;
   mutable std::mutex mutex_;
   mutable std::unordered_map<long long, RouteInfo> cache_;
+  // Dijkstra scratch (under mutex_), sized to the graph; reset after each search.
+  mutable std::vector<double> dist_;
+  mutable std::vector<VertexId> pred_;
+  mutable std::vector<Graph::edge_descriptor> pred_edge_;
+  mutable std::vector<boost::default_color_type> color_;
+  mutable std::vector<VertexId> touched_;
 };
 
 }  // namespace dtsim

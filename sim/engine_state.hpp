@@ -1,0 +1,60 @@
+// The engine's per-rank state (internal to sim/engine*.cpp): a rank's progress through its stage
+// program, its pending local events, and what it produced in the current window (cross-rank
+// actions and trace records), all owned by the rank so ranks can be handled concurrently.
+//
+// Thread safety: during a window's parallel phase only the thread handling a rank touches its
+// RankState; the sequential merge phase touches any rank's.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "sim/trace_records.hpp"
+#include "workloads/program.hpp"
+
+namespace dtsim {
+
+// A rank's pending event: op `op` ends at `time` (started at `start`); op -1 starts the rank.
+// Ordered by (time, seq), seq counting the rank's own events.
+struct LocalEvent {
+  TimeNs time;
+  std::uint32_t seq;
+  std::int32_t op;
+  TimeNs start;
+  bool operator>(const LocalEvent& o) const { return time != o.time ? time > o.time : seq > o.seq; }
+};
+
+// Something a rank did that touches shared state: posted collective `op` or started send `op`
+// at `time`. Applied in (time, rank, seq) order.
+struct Action {
+  TimeNs time;
+  std::int32_t rank;
+  std::uint32_t seq;
+  std::int32_t op;
+};
+
+struct RankState {
+  int stage = 0;
+  bool traced = false;
+  double speed = 1;  // compute speed factor
+  std::vector<std::uint8_t> done;
+  std::array<int, kNumStreams> next{};
+  std::array<bool, kNumStreams> busy{};
+  int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
+  std::array<double, kNumMemCategories> mem{};
+  double peak = 0;
+  TimeNs oom_time = -1;  // first time over the GPU's memory, -1 when never
+  TimeNs compute_idle_since = 0, last_end = 0;
+  TimeNs compute_ns = 0, memory_ns = 0, exposed_ns = 0, bubble_ns = 0;
+  std::int64_t events = 0;
+  double model_flops = 0, recompute_flops = 0;
+
+  std::vector<LocalEvent> queue;  // min-heap by (time, seq)
+  std::uint32_t event_seq = 0, action_seq = 0;
+  // Produced in the current window, cleared by the merge phase (capacity kept).
+  std::vector<Action> actions;
+  std::vector<EventRecord> event_records;
+  std::vector<MemoryRecord> memory_records;
+};
+
+}  // namespace dtsim

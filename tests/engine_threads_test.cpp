@@ -1,0 +1,143 @@
+// The determinism contract of the parallel engine: every shipped scenario gives the same summary,
+// per-rank rows and trace rows with 1 and with several threads; and heterogeneity (a slow GPU, a
+// degraded link) reaches the whole step.
+#include <catch2/catch.hpp>
+
+#include <boost/program_options.hpp>
+#include <tuple>
+#include <string>
+#include <vector>
+
+#include "sim/engine.hpp"
+#include "sim/run.hpp"
+#include "sim/scenario.hpp"
+#include "workloads/program.hpp"
+
+namespace po = boost::program_options;
+using namespace dtsim;
+
+namespace {
+
+struct Run {
+  EngineResult result;
+  MemoryTraceSink sink;
+};
+
+Scenario load(const std::string& file, std::vector<std::string> overrides) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
+  return load_scenario(file.empty() ? "" : std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
+}
+
+Run simulate(Scenario sc, int threads) {
+  const ClusterGraph graph = make_cluster(sc);
+  validate_scenario(sc, graph.num_gpus());
+  const Program program = build_program(sc.model, sc.plan);
+  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol);
+  EngineOptions options;
+  options.threads = threads;
+  if (!sc.slow_gpus.empty()) {
+    options.gpu_speed.assign(graph.num_gpus(), 1.0);
+    for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;
+  }
+  Run r;
+  r.result = engine.run(sc.trace_detail == TraceDetail::summary ? nullptr : &r.sink, sc.trace_detail, options);
+  return r;
+}
+
+// Field by field (the records have padding, so their bytes cannot be compared).
+bool same(const EventRecord& a, const EventRecord& b) {
+  return std::tie(a.rank, a.stream, a.category, a.phase, a.op, a.layer, a.micro_batch, a.start_ns, a.end_ns, a.flops,
+                  a.bytes) == std::tie(b.rank, b.stream, b.category, b.phase, b.op, b.layer, b.micro_batch, b.start_ns,
+                                       b.end_ns, b.flops, b.bytes);
+}
+bool same(const MemoryRecord& a, const MemoryRecord& b) {
+  return std::tie(a.rank, a.time_ns, a.weights, a.gradients, a.optimizer, a.activations, a.buffers) ==
+         std::tie(b.rank, b.time_ns, b.weights, b.gradients, b.optimizer, b.activations, b.buffers);
+}
+template <class T>
+bool same_rows(const std::vector<T>& a, const std::vector<T>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i)
+    if (!same(a[i], b[i])) return false;
+  return true;
+}
+
+void check_same(const Run& a, const Run& b) {
+  const Summary &x = a.result.summary, &y = b.result.summary;
+  CHECK(x.step_time_s == y.step_time_s);
+  CHECK(x.events == y.events);
+  CHECK(x.model_tflops_per_gpu == y.model_tflops_per_gpu);
+  CHECK(x.peak_memory_gib == y.peak_memory_gib);
+  CHECK(x.oom_rank == y.oom_rank);
+  CHECK(x.oom_time_s == y.oom_time_s);
+  CHECK(x.compute == y.compute);
+  CHECK(x.exposed_comm == y.exposed_comm);
+  CHECK(x.bubble == y.bubble);
+  REQUIRE(a.result.ranks.size() == b.result.ranks.size());
+  for (std::size_t i = 0; i < a.result.ranks.size(); ++i) {
+    CHECK(a.result.ranks[i].peak_memory_bytes == b.result.ranks[i].peak_memory_bytes);
+    CHECK(a.result.ranks[i].bubble_s == b.result.ranks[i].bubble_s);
+  }
+  REQUIRE(a.result.links.size() == b.result.links.size());
+  for (std::size_t i = 0; i < a.result.links.size(); ++i) CHECK(a.result.links[i].bytes == b.result.links[i].bytes);
+  CHECK(a.sink.events_.size() == b.sink.events_.size());
+  CHECK(same_rows(a.sink.events_, b.sink.events_));
+  CHECK(same_rows(a.sink.memory_, b.sink.memory_));
+}
+
+}  // namespace
+
+TEST_CASE("every shipped scenario gives identical results and trace rows on 1 and 3 threads", "[engine][threads]") {
+  // The 16K scenario at 256 GPUs (DP 2) keeps its clos3 fabric, layout per replica and heterogeneity.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"bloom-176b.ini", {}},
+      {"gpt-1.7b-32xa100.ini", {"--output.trace_detail=full"}},
+      {"gpt-neox-20b-2x3090.ini", {"--output.trace_detail=full"}},
+      {"gpt2-xl-2x3090.ini", {"--output.trace_detail=full"}},
+      {"tests/tiny-pipeline.ini", {"--output.trace_detail=full"}},
+      {"llama3-405b-16k.ini",
+       {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
+        "--cluster.slow_gpus=17:0.8,101:0.9", "--cluster.degraded_links=node3.nic0--tor1:0.5"}},
+  };
+  for (const auto& [file, overrides] : cases) {
+    INFO(file);
+    const Scenario sc = load(file, overrides);
+    const Run one = simulate(sc, 1), three = simulate(sc, 3);
+    CHECK(one.result.summary.events > 0);
+    check_same(one, three);
+  }
+}
+
+TEST_CASE("a slow GPU stretches its own ops and the whole step", "[engine][heterogeneity]") {
+  const std::vector<std::string> base = {"--output.trace_detail=full"};
+  std::vector<std::string> slow = base;
+  slow.push_back("--cluster.slow_gpus=1:0.5");
+  const Run nominal = simulate(load("tests/tiny-pipeline.ini", base), 2);
+  const Run slowed = simulate(load("tests/tiny-pipeline.ini", slow), 2);
+  // Rank 1's compute time doubles (durations are rounded per op, hence the margin) and, as its
+  // peers wait for it in collectives and the pipeline, the step gets longer.
+  const double before = nominal.result.ranks[1].compute_s + nominal.result.ranks[1].memory_bound_s;
+  const double after = slowed.result.ranks[1].compute_s + slowed.result.ranks[1].memory_bound_s;
+  CHECK(after == Approx(2 * before).epsilon(1e-6));
+  CHECK(slowed.result.summary.step_time_s > nominal.result.summary.step_time_s);
+  CHECK(slowed.result.ranks[0].compute_s == Approx(nominal.result.ranks[0].compute_s));
+}
+
+TEST_CASE("a degraded link carries less and slows the step", "[engine][heterogeneity]") {
+  const Scenario base = load("llama3-405b-16k.ini", {"--parallel.dp=2", "--training.global_batch=32",
+                                                    "--cluster.nodes=32", "--cluster.pod_gpus=128",
+                                                    "--output.trace_detail=summary"});
+  Scenario degraded = base;
+  degraded.degraded_links.push_back(LinkFactor{"node0.nic0", "tor0", 0.05});
+  const ClusterGraph graph = make_cluster(degraded);
+  const ClusterGraph nominal_graph = make_cluster(base);
+  int changed = 0;
+  for (int id = 0; id < graph.num_links(); ++id)
+    if (graph.link(id).bytes_per_s != nominal_graph.link(id).bytes_per_s) {
+      CHECK(graph.link(id).bytes_per_s == Approx(0.05 * nominal_graph.link(id).bytes_per_s));
+      ++changed;
+    }
+  CHECK(changed == 2);  // both directions
+  CHECK(simulate(degraded, 2).result.summary.step_time_s > simulate(base, 2).result.summary.step_time_s);
+}
