@@ -53,7 +53,7 @@ Outcome run_with_nics(int nics) {
 
 }  // namespace
 
-TEST_CASE("TP PP and DP traffic sharing a NIC slow the step by what the flow model gives", "[engine][comm]") {
+TEST_CASE("DP and pipeline traffic sharing a NIC slow the step by what the flow model gives", "[engine][comm]") {
   const Outcome own = run_with_nics(2), shared = run_with_nics(1);
   CHECK(shared.result.summary.step_time_s > own.result.summary.step_time_s);
   // The same traffic leaves node 0 either way.
