@@ -7,36 +7,16 @@
 #include <set>
 
 #include "sim/engine.hpp"
+#include "tests/program_helpers.hpp"
 #include "topologies/builders.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/program.hpp"
 
 using namespace dtsim;
+using dtsim::test::layer_activation_bytes;
+using dtsim::test::plan_of;
 
 namespace {
-
-ParallelPlan plan_of(int tp, int pp, int dp, int mb, int gb, Recompute r) {
-  ParallelPlan p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.micro_batch = mb;
-  p.global_batch = gb;
-  p.recompute = r;
-  return p;
-}
-
-// Activation bytes the forward ops of `layer` (micro-batch 0, stage 0) allocate.
-double layer_activation_bytes(const Program& prog, int layer) {
-  const StageProgram& s = prog.stages[0];
-  double bytes = 0;
-  for (int i = 0; i < s.size(); ++i)
-    if (s.layer[i] == layer && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward)
-      for (int c = s.mem_begin[i]; c < s.mem_begin[i + 1]; ++c)
-        if (!s.mem_changes[c].at_end && s.mem_changes[c].category == MemCategory::activations)
-          bytes += s.mem_changes[c].bytes;
-  return bytes;
-}
 
 int count(const StageProgram& s, OpKind kind) {
   int n = 0;

@@ -2,23 +2,14 @@
 // with and without ZeRO-1, and Korthikanti et al.'s activation memory per layer.
 #include <catch2/catch.hpp>
 
+#include "tests/program_helpers.hpp"
 #include "workloads/program.hpp"
 
 using namespace dtsim;
+using dtsim::test::layer_activation_bytes;
+using dtsim::test::plan_of;
 
 namespace {
-
-ParallelPlan plan_of(int tp, int pp, int dp, int mb, int gb, Recompute r, int zero = 0) {
-  ParallelPlan p;
-  p.tp = tp;
-  p.pp = pp;
-  p.dp = dp;
-  p.micro_batch = mb;
-  p.global_batch = gb;
-  p.recompute = r;
-  p.zero_stage = zero;
-  return p;
-}
 
 double executed_gemm_flops(const Program& prog) {
   double f = 0;
@@ -26,18 +17,6 @@ double executed_gemm_flops(const Program& prog) {
     for (int i = 0; i < s.size(); ++i)
       if (s.gemm_m[i] > 0) f += s.flops[i] * prog.plan.tp * prog.plan.dp;
   return f;
-}
-
-// Activation bytes allocated by the forward ops of one layer of micro-batch 0 on stage 0.
-double layer_activation_bytes(const Program& prog, int layer) {
-  const StageProgram& s = prog.stages[0];
-  double bytes = 0;
-  for (int i = 0; i < s.size(); ++i)
-    if (s.layer[i] == layer && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward)
-      for (int c = s.mem_begin[i]; c < s.mem_begin[i + 1]; ++c)
-        if (!s.mem_changes[c].at_end && s.mem_changes[c].category == MemCategory::activations)
-          bytes += s.mem_changes[c].bytes;
-  return bytes;
 }
 
 }  // namespace
