@@ -18,41 +18,13 @@
 #include <thread>
 
 #include "sim/sweep_table.hpp"
+#include "tests/cli_scratch.hpp"
 
 namespace fs = std::filesystem;
 using namespace dtsim;
+using namespace dtsim::test;
 
 namespace {
-
-struct Outcome {
-  int status;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-const fs::path& scratch() {
-  static const struct Dir {
-    fs::path path = fs::temp_directory_path() / ("dtsim_faults_test_" + std::to_string(std::random_device{}()));
-    Dir() { fs::create_directories(path); }
-    ~Dir() { fs::remove_all(path); }
-  } dir;
-  return dir.path;
-}
-
-std::string file(const std::string& name) { return (scratch() / name).string(); }
-
-// Runs `sh -c PREFIX exec dtsim ARGS` with its output in files.
-Outcome run_dtsim(const std::string& args, const std::string& prefix = "") {
-  const std::string cmd = prefix + " exec " + DTSIM_BINARY + " " + args + " >" + file("out") + " 2>" + file("err");
-  const int raw = std::system(cmd.c_str());
-  return Outcome{WEXITSTATUS(raw), slurp(file("out")), slurp(file("err"))};
-}
 
 std::size_t lines_of(const std::string& path) {
   const std::string text = slurp(path);

@@ -17,41 +17,13 @@
 #include "sim/hdf5_trace_reader.hpp"
 #include "sim/hdf5_trace_sink.hpp"
 #include "sim/sweep_table.hpp"
+#include "tests/cli_scratch.hpp"
 
 namespace fs = std::filesystem;
 using namespace dtsim;
+using namespace dtsim::test;
 
 namespace {
-
-struct Outcome {
-  int status;
-  std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// A fresh folder for this test process, removed at exit.
-const fs::path& scratch() {
-  static const struct Dir {
-    fs::path path = fs::temp_directory_path() / ("dtsim_sweep_test_" + std::to_string(std::random_device{}()));
-    Dir() { fs::create_directories(path); }
-    ~Dir() { fs::remove_all(path); }
-  } dir;
-  return dir.path;
-}
-
-std::string file(const std::string& name) { return (scratch() / name).string(); }
-
-Outcome run_dtsim(const std::string& args) {
-  const std::string cmd = std::string(DTSIM_BINARY) + " " + args + " >" + file("out") + " 2>" + file("err");
-  const int raw = std::system(cmd.c_str());
-  return Outcome{WEXITSTATUS(raw), slurp(file("out")), slurp(file("err"))};
-}
 
 const std::string kSweep = std::string("sweep ") + DTSIM_SOURCE_DIR + "/scenarios/tests/tiny-sweep.ini --sweep parallel.dp=2,3";
 
