@@ -20,17 +20,20 @@ double depth_factor(double k) { return k / (k + ComputeModel::kDepthOverhead); }
 
 }  // namespace
 
-ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision) : gpu_(gpu), peak_(gpu.peak_flops(precision)) {
-  const bool measured = gpu.measured_matmul_bf16_flops > 0 &&
-                        (precision == Precision::bf16 || precision == Precision::fp16);
-  const double best = measured ? gpu.measured_matmul_bf16_flops / gpu.bf16_flops : kDefaultMatmulEfficiency;
-  // The best measured rate is reached by the largest tile, full waves, and a deep K.
-  matmul_scale_ = best / depth_factor(kReferenceDepth);
+ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention)
+    : gpu_(gpu), peak_(gpu.peak_flops(precision)), attention_(attention) {
+  const bool tensor_16 = precision == Precision::bf16 || precision == Precision::fp16;
+  double sustained = kDefaultMatmulEfficiency * kSustainedOverBest;
+  if (tensor_16 && gpu.sustained_matmul_bf16_flops > 0) sustained = gpu.sustained_matmul_bf16_flops / gpu.bf16_flops;
+  else if (tensor_16 && gpu.measured_matmul_bf16_flops > 0)
+    sustained = gpu.measured_matmul_bf16_flops / gpu.bf16_flops * kSustainedOverBest;
+  // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
+  matmul_scale_ = sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1);
   hbm_rate_ = gpu.measured_hbm_bytes_per_s > 0 ? gpu.measured_hbm_bytes_per_s
                                                : gpu.hbm_bytes_per_s * kDefaultHbmEfficiency;
 }
 
-double ComputeModel::gemm_efficiency(double m, double n, double k, double batch) const {
+double ComputeModel::shape_efficiency(double m, double n, double k, double batch) const {
   const double sms = std::max(gpu_.sm_count, 1);
   const double best_intensity = tile_intensity(kTiles[0]);
   double best = 0;
@@ -43,7 +46,11 @@ double ComputeModel::gemm_efficiency(double m, double n, double k, double batch)
                         (best_intensity / (best_intensity + kTileIntensityHalf));
     best = std::max(best, occupancy * feed);
   }
-  return std::min(1.0, matmul_scale_ * best * depth_factor(k));
+  return best * depth_factor(k);
+}
+
+double ComputeModel::gemm_efficiency(double m, double n, double k, double batch) const {
+  return std::min(1.0, matmul_scale_ * shape_efficiency(m, n, k, batch));
 }
 
 double ComputeModel::gemm_seconds(double m, double n, double k, double batch) const {
@@ -52,17 +59,23 @@ double ComputeModel::gemm_seconds(double m, double n, double k, double batch) co
 
 double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) const {
   // FlashAttention-2: the GPU's published forward fraction of peak at head dim 128 (or, without
-  // one, 0.8 of its matmul efficiency), scaled by d / (d + 32) relative to d = 128; the backward
-  // pass at 0.85 of the forward's efficiency, plus its recomputation of QK^T (2.5 forward GEMMs
-  // instead of 2). Both run on the causal half of the score FLOPs.
+  // one, 0.8 of its sustained matmul efficiency), scaled by d / (d + 32) relative to d = 128; the
+  // backward pass at kFlashBackwardOverForward of the forward's efficiency, plus its
+  // recomputation of QK^T (2.5 forward GEMMs instead of 2). Both run on the causal half of the
+  // score FLOPs. The Triton kernel runs at FlashAttention-2's speed divided by
+  // kTritonForwardSlowdown / kTritonBackwardSlowdown.
   const double d = p.gemm_k[op];
-  const double at_128 = gpu_.flash_attention_fraction > 0 ? gpu_.flash_attention_fraction
-                                                         : 0.8 * matmul_scale_ * depth_factor(kReferenceDepth);
+  const double at_128 = gpu_.flash_attention_fraction > 0
+                            ? gpu_.flash_attention_fraction
+                            : 0.8 * gemm_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1);
   double eff = std::min(1.0, at_128 * (d / (d + 32)) / (128.0 / 160.0));
   double work = 0.5 * p.flops[op];
+  const bool triton = attention_ == Attention::flash_triton;
   if (p.phase[op] == Phase::backward) {
-    eff *= 0.85;
+    eff *= kFlashBackwardOverForward / (triton ? kTritonBackwardSlowdown : 1.0);
     work *= 1.25;
+  } else if (triton) {
+    eff /= kTritonForwardSlowdown;
   }
   return work / (peak_ * eff);
 }

@@ -47,8 +47,10 @@ constexpr Key kKeys[] = {
     {"training.micro_batch", "2", "sequences per micro-batch"},
     {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
     {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
-    {"training.attention", "standard", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused)"},
+    {"training.attention", "standard", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
     {"training.dropout", "true", "true | false: dropout on attention probabilities and layer outputs"},
+    {"training.fused_grad_accumulation", "true",
+     "true (weight-gradient GEMMs accumulate into the fp32 main gradient) | false (a separate add per micro-batch)"},
     {"parallel.tp", "4", "tensor-parallel size"},
     {"parallel.pp", "12", "pipeline-parallel stages"},
     {"parallel.dp", "8", "data-parallel replicas"},
@@ -365,6 +367,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
+  p.fused_grad_accumulation = v.boolean("training.fused_grad_accumulation");
   p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
   p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
   p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);

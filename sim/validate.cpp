@@ -68,10 +68,26 @@ bool dp_overlap_of(const std::string& framework) {
   return !(contains(framework, "megatron") && !contains(framework, "ddp-impl torch"));
 }
 
-// Fused attention where the framework names it (flash-attn, PyTorch SDPA in torchtitan).
-bool flash_attention_of(const std::map<std::string, std::string>& r) {
+// Megatron-LM fuses the weight-gradient accumulation into its GEMMs from 2022 on; earlier
+// Megatron and the PyTorch-autograd frameworks (DDP, FSDP, DeepSpeed) add each micro-batch's
+// gradients with a kernel of their own.
+bool fused_grad_accumulation_of(const std::string& framework) {
+  if (!contains(framework, "megatron")) return false;
+  for (std::size_t i = framework.find("20"); i != std::string::npos; i = framework.find("20", i + 1)) {
+    int year = 0;
+    const auto [end, ec] = std::from_chars(framework.data() + i, framework.data() + std::min(i + 4, framework.size()), year);
+    if (ec == std::errc() && end == framework.data() + i + 4) return year >= 2022;
+  }
+  return true;  // an undated Megatron-LM: today's
+}
+
+// Fused attention where the framework names it (flash-attn, PyTorch SDPA in torchtitan), in
+// its Triton version where it says so (llm-foundry's attn_impl: triton).
+std::string attention_of(const std::map<std::string, std::string>& r) {
   const std::string& f = r.at("framework");
-  return contains(f, "flash") || contains(f, "sdpa") || contains(f, "torchtitan") || contains(r.at("notes"), "flash");
+  const bool fused = contains(f, "flash") || contains(f, "sdpa") || contains(f, "torchtitan") || contains(r.at("notes"), "flash");
+  if (!fused) return "standard";
+  return contains(f, "triton") ? "flash_triton" : "flash";
 }
 
 // Column `key` as an integer from 1 to the GPU limit (the sizes the overrides compute with).
@@ -96,12 +112,13 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
       "--model.position_embedding=learned", "--training.global_batch=" + get("global_batch_seqs"),
       "--training.micro_batch=" + get("micro_batch"), "--training.precision=" + precision_of(get("precision")),
       "--training.recompute=" + recompute_of(get("recompute")),
-      std::string("--training.attention=") + (flash_attention_of(r) ? "flash" : "standard"),
+      "--training.attention=" + attention_of(r),
       fmt::format("--parallel.tp={}", tp), fmt::format("--parallel.pp={}", pp),
       fmt::format("--parallel.dp={}", gpus / (tp * pp)),
       fmt::format("--parallel.zero_stage={}", zero_stage_of(get("zero_or_sharding"))),
       std::string("--parallel.sequence_parallel=") + (get("sequence_parallel") == "yes" ? "true" : "false"),
       std::string("--parallel.dp_overlap=") + (dp_overlap_of(get("framework")) ? "true" : "false"),
+      std::string("--training.fused_grad_accumulation=") + (fused_grad_accumulation_of(get("framework")) ? "true" : "false"),
       "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
       fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),
       fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};

@@ -38,10 +38,11 @@ std::vector<GpuSpec> make_catalog() {
        .fp8_flops = 0, .flash_attention_fraction = 0.72, .sm_count = 108, .nvlink_gen = 3, .nvlink_bytes_per_s = 300 * kGB,
        .pcie_gen = 4,
        .source = "gpus.csv row \"A100-SXM4-40GB\" (A100 datasheet, GA100 whitepaper)"},
-      // gpus.csv row "A100-SXM4-80GB" (MAMF 271.2 TF; STREAM 1.61-1.75 TB/s, Azure ND A100 v4).
+      // gpus.csv row "A100-SXM4-80GB" (MAMF 271.2 TF; cuBLASLt FP16 16384^3 256.5 TF and STREAM
+      // 1.61-1.75 TB/s, Azure ND A100 v4).
       {.name = "A100-SXM4-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 2039 * kGB,
        .fp32_flops = 19.5 * kTFLOP, .tf32_flops = 156 * kTFLOP, .bf16_flops = 312 * kTFLOP,
-       .fp8_flops = 0, .measured_matmul_bf16_flops = 271.2 * kTFLOP,
+       .fp8_flops = 0, .measured_matmul_bf16_flops = 271.2 * kTFLOP, .sustained_matmul_bf16_flops = 256.5 * kTFLOP,
        .measured_hbm_bytes_per_s = 1.61e12, .flash_attention_fraction = 0.72, .sm_count = 108, .nvlink_gen = 3,
        .nvlink_bytes_per_s = 300 * kGB, .pcie_gen = 4,
        .source = "gpus.csv row \"A100-SXM4-80GB\" (A100 datasheet; MAMF and STREAM measurements)"},

@@ -88,7 +88,7 @@ std::vector<OpSpec> LayerOps::layer_forward(bool materialized) const {
   OpSpec qkv = gemm(OpKind::qkv_proj, T, q_n + 2 * kv_n, h);
   qkv.column_parallel = true;
   keep(qkv, e() * Ts * h);  // with SP the sharded input is kept and gathered again for backward
-  if (plan_.attention == Attention::flash) {
+  if (fused_attention(plan_.attention)) {
     OpSpec fa = gemm(OpKind::flash_attention, s, s, d, b * heads);
     fa.flops = 4 * b * heads * s * s * d;
     fa.bytes = e() * T * (2 * q_n + 2 * kv_n);
@@ -158,8 +158,11 @@ std::vector<OpSpec> LayerOps::head_forward() const {
   head.column_parallel = true;
   head.saved = e() * sharded_tokens() * h + 4 * T * v;  // input and the fp32 softmax of the logits
   ops.push_back(head);
-  // Vocab-parallel cross-entropy in fp32: max, exp, sum, log passes over the logits.
-  ops.push_back(elementwise(OpKind::loss, 3 * 4 * T * v, 2 * 4 * T * v, 5 * T * v));
+  // Megatron's vocab-parallel cross-entropy, unfused, in fp32; HBM bytes per logit: cast the
+  // logits to fp32 (e + 4), max (4), subtract it in place (8), exp in place (8), sum (4), divide
+  // into the softmax kept for backward (8); backward: scale the softmax by the loss gradient in
+  // place (8) and cast the result back (4 + e).
+  ops.push_back(elementwise(OpKind::loss, (e() + 4 + 4 + 8 + 8 + 4 + 8) * T * v, (8 + 4 + e()) * T * v, 5 * T * v));
   if (t() > 1) ops.push_back(tp_collective(OpKind::tp_all_reduce, CommKind::all_reduce, 3 * 4 * T));
   return ops;
 }

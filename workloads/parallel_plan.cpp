@@ -29,7 +29,8 @@ Schedule parse_schedule(std::string_view text, std::string_view key) {
 Attention parse_attention(std::string_view text, std::string_view key) {
   if (text == "standard") return Attention::standard;
   if (text == "flash") return Attention::flash;
-  throw InputError(fmt::format("{} = '{}': valid values are standard, flash", key, text));
+  if (text == "flash_triton") return Attention::flash_triton;
+  throw InputError(fmt::format("{} = '{}': valid values are standard, flash, flash_triton", key, text));
 }
 
 std::string_view recompute_name(Recompute r) {
@@ -38,7 +39,10 @@ std::string_view recompute_name(Recompute r) {
 std::string_view schedule_name(Schedule s) {
   return s == Schedule::one_f_one_b ? "1f1b" : s == Schedule::gpipe ? "gpipe" : "interleaved";
 }
-std::string_view attention_name(Attention a) { return a == Attention::standard ? "standard" : "flash"; }
+std::string_view attention_name(Attention a) {
+  return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
+}
+bool fused_attention(Attention a) { return a != Attention::standard; }
 
 std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key) {
   std::array<char, 3> order{};

@@ -17,8 +17,10 @@ enum class Recompute { none, selective, full };
 // interleaved: Megatron's interleaved 1F1B with parallel.virtual_stages model chunks per stage.
 enum class Schedule { one_f_one_b, gpipe, interleaved };
 // standard: QK^T, softmax, dropout and the context GEMM as separate kernels (Megatron);
-// flash: one fused kernel that keeps no score-sized activations (FlashAttention).
-enum class Attention { standard, flash };
+// flash: one fused kernel that keeps no score-sized activations (FlashAttention-2);
+// flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP.
+enum class Attention { standard, flash, flash_triton };
+bool fused_attention(Attention a);
 
 Recompute parse_recompute(std::string_view text, std::string_view key);
 Schedule parse_schedule(std::string_view text, std::string_view key);
@@ -48,6 +50,10 @@ struct ParallelPlan {
   bool dropout = true;               // dropout on attention probabilities and layer outputs
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
   bool loss_scaling = false;         // fp16: gradients are unscaled and checked for inf/NaN each step
+  // The weight-gradient GEMM accumulates into the fp32 main gradient (Megatron's
+  // --gradient-accumulation-fusion); otherwise a separate kernel adds each micro-batch's weight
+  // gradient into the gradient buffer (Megatron before 2022, PyTorch autograd, FSDP, DeepSpeed).
+  bool fused_grad_accumulation = true;
   std::vector<int> stage_layers;     // transformer layers per pipeline stage (size pp)
   // Dimension order from innermost to outermost; default Megatron's tp, dp, pp.
   std::array<char, 3> order = {'t', 'd', 'p'};

@@ -27,9 +27,9 @@ enum class OpKind : std::int16_t {
   embedding, embedding_norm, layernorm, qkv_proj, attn_scores, softmax, attn_dropout, attn_context,
   flash_attention, out_proj, dropout_residual, fc1, activation, fc2, final_norm, lm_head, loss,
   tp_all_reduce, tp_all_gather, tp_reduce_scatter, pp_send, pp_recv, pp_all_gather, dp_all_reduce, dp_reduce_scatter,
-  dp_all_gather, param_all_gather, optimizer_step, embedding_all_reduce
+  dp_all_gather, param_all_gather, optimizer_step, embedding_all_reduce, grad_accumulate
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::embedding_all_reduce) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::grad_accumulate) + 1;
 
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {

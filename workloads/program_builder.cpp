@@ -193,6 +193,7 @@ class StageBuilder {
       const std::vector<OpSpec> head = ops_.head_forward();
       prev = chain(ops_.backward_of(head), Phase::backward, -1, mb, prev);
       on_end(prev, MemCategory::activations, -kept(head));
+      prev = accumulate_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), prev);
     } else {
       prev = recv = receive(Group::pp_next, Phase::backward, mb);
@@ -211,17 +212,33 @@ class StageBuilder {
         on_end(prev, MemCategory::buffers, -layer_param_bytes());
         if (l > begin) gathered = gather_layer(Phase::backward, l - 1, mb, before);
       }
+      prev = accumulate_gradients(model_.params_per_layer(), l, mb, prev);
       if (reduce) add_gradients(model_.params_per_layer(), prev);
     }
     if (first_chunk(pass.chunk)) {
       const std::vector<OpSpec> emb = ops_.embedding_forward();
       prev = chain(ops_.backward_of(emb), Phase::backward, -1, mb, prev);
       if (kept(emb) > 0) on_end(prev, MemCategory::activations, -kept(emb));
+      prev = accumulate_gradients(model_.embedding_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.embedding_params(), prev);
     } else {
       send(Group::pp_prev, Phase::backward, mb, prev);
     }
     if (reduce) flush_bucket();
+  }
+
+  // Without fused accumulation, the weight gradients of `params` (whole-model count, split over
+  // TP here) are added into the gradient buffer by their own kernel: read the new gradient and
+  // the buffer, write the buffer (3 e bytes per parameter; with ZeRO-2/3 the reduced shard).
+  // Returns the op the next one waits for.
+  int accumulate_gradients(double params, int layer, int mb, int prev) {
+    if (plan_.fused_grad_accumulation) return prev;
+    OpSpec add_grads;
+    add_grads.kind = OpKind::grad_accumulate;
+    const double local = params / t() / (plan_.zero_stage >= 2 ? plan_.dp : 1);
+    add_grads.bytes = 3 * e() * local;
+    add_grads.flops = local;
+    return add(add_grads, Phase::backward, layer, mb, {prev});
   }
 
   // Gradients of `params` (whole-model count, split over TP here) are ready after op `ready`.
@@ -275,13 +292,15 @@ class StageBuilder {
                e() * model_.vocab * model_.hidden / t()),
           Phase::optimizer, -1, -1, {prev});
     // Megatron's mixed-precision step on fp32 master weights, as HBM passes per parameter: copy
-    // the low-precision gradient into the fp32 main gradient (e + 4), unscale and check it for
-    // inf/NaN under fp16 loss scaling (4 + 4), its norm for clipping (4), Adam (read master, grad,
-    // m, v; write master, m, v: 28), and the copy back to the low-precision weights (4 + e).
+    // the low-precision gradient into the fp32 main gradient (e + 4; not needed when the GEMMs
+    // accumulate into it), unscale and check it for inf/NaN under fp16 loss scaling (4 + 4), its
+    // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 28), and the copy
+    // back to the low-precision weights (4 + e).
     const double shard = plan_.zero_stage >= 1 ? params / plan_.dp : params;
+    const double grad_copy = plan_.fused_grad_accumulation ? 0 : e() + 4;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
-    step.bytes = shard * ((e() + 4) + (plan_.loss_scaling ? 8 : 0) + 4 + 28 + (4 + e()));
+    step.bytes = shard * (grad_copy + (plan_.loss_scaling ? 8 : 0) + 4 + 28 + (4 + e()));
     step.flops = 16 * shard;
     prev = add(step, Phase::optimizer, -1, -1, {prev, last_dp()});
     if (plan_.dp > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
