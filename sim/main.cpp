@@ -138,7 +138,7 @@ int collective_command(int argc, char** argv) {
       "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
       "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
       "algo", po::value<std::string>()->default_value(""),
-      "algorithm: auto | ring | tree (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
+      "algorithm: auto | ring | tree | hierarchical (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
