@@ -118,6 +118,27 @@ TEST_CASE("explicit spines: each leaf has one uplink per spine and routes spread
   CHECK_THROWS_WITH(build_cluster(clos), Catch::Contains("cluster.spines"));
 }
 
+TEST_CASE("explicit spines over rails: each rail's uplink is split over the spines and routes keep to a rail", "[topology][ecmp]") {
+  ClusterConfig c;
+  c.nodes = 4;
+  c.nics_per_node = 8;
+  c.nic_gbps = 200;
+  c.fabric = Fabric::rail;
+  c.spines = 2;
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  int uplinks = 0;
+  for (int id = 0; id < g.num_links(); ++id)
+    if (g.device(g.link_source(id)).name == "rail3" && g.device(g.link_target(id)).name.rfind("spine", 0) == 0) {
+      CHECK(g.link(id).bytes_per_s == Approx(4 * 200e9 / 8 / 2));
+      ++uplinks;
+    }
+  CHECK(uplinks == 2);
+  // Routes still stay on one rail: to another rail's GPU through the node to the NIC on the
+  // destination's rail (NCCL's PXN), which is as short as the way over a spine and faster.
+  CHECK(path_of(g, router.route(0, 9)) == "node0.gpu0 > node0.nvswitch > node0.gpu1 > node0.nic1 > rail1 > node1.nic1 > node1.gpu1");
+}
+
 TEST_CASE("an ECMP collision on a spine link halves two ring hops and slows the all-reduce by one hop's time", "[comm][ecmp]") {
   // Oversubscription 2 and 16 spines: each leaf uplink carries 32 x 25 / 2 / 16 = 25 GB/s, one
   // NIC's rate. Collapsed, the one 400 GB/s uplink per leaf never limits.
