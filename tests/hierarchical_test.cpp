@@ -1,7 +1,8 @@
 // Hierarchical collectives as worked examples on 4 nodes x 8 A100 with 8 x 200 Gb/s InfiniBand
 // (one 32-port leaf): a reduce-scatter inside each node over NVLink (234 GB/s effective), an
 // all-reduce of each local rank's 1/8 shard across the 4 nodes, GPU i of every node on NIC i
-// (23.75 GB/s effective), an all-gather inside each node; the phases run one after another.
+// (23.75 GB/s effective), an all-gather inside each node; the phases run one after another. And
+// the automatic choice by size on 32 such nodes with one NIC each.
 #include <catch2/catch.hpp>
 
 #include <numeric>
