@@ -67,7 +67,7 @@ std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKin
     const CollectiveCost cost = comm.cost(kind, bytes, rings);
     lower_collective(kind, bytes, rings, cost, hops);
     Transfers net(graph, router);
-    net.start(0, hops, cost.tail_ns, 0);
+    net.start(0, hops, cost.tails(), 0);
     while (done.empty()) net.collect(std::max<TimeNs>(net.next_event(), 0), done);
     CollectivePoint p;
     p.bytes = bytes;
@@ -76,7 +76,7 @@ std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKin
     p.busbw_GBps = p.algbw_GBps * CommModel::bytes_per_hop(kind, 1.0, gpus);
     p.algorithm = cost.algorithm;
     p.protocol = cost.protocol;
-    p.channels = static_cast<int>(rings.rings.size());
+    p.channels = cost.algorithm == Algorithm::hierarchical ? rings.members_per_node : static_cast<int>(rings.rings.size());
     out.push_back(p);
     done.clear();
   }

@@ -19,7 +19,7 @@ struct CollectivePoint {
   double busbw_GBps = 0;  // algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, all-gather)
   Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
-  int channels = 1;       // rings (tree: channels of two trees each)
+  int channels = 1;       // rings (tree: channels of two trees each; hierarchical: rings across the nodes)
 };
 
 // "all_reduce" | "reduce_scatter" | "all_gather"; throws InputError naming `key`.

@@ -34,13 +34,16 @@ std::string_view protocol_name(Protocol p) {
   return p == Protocol::ll ? "ll" : p == Protocol::ll128 ? "ll128" : "simple";
 }
 
-std::string_view algorithm_name(Algorithm a) { return a == Algorithm::ring ? "ring" : "tree"; }
+std::string_view algorithm_name(Algorithm a) {
+  return a == Algorithm::ring ? "ring" : a == Algorithm::tree ? "tree" : "hierarchical";
+}
 
 std::optional<Algorithm> parse_algorithm(std::string_view text, std::string_view key) {
   if (text == "auto") return std::nullopt;
   if (text == "ring") return Algorithm::ring;
   if (text == "tree") return Algorithm::tree;
-  throw InputError(fmt::format("{} = '{}': valid values are auto, ring, tree", key, text));
+  if (text == "hierarchical") return Algorithm::hierarchical;
+  throw InputError(fmt::format("{} = '{}': valid values are auto, ring, tree, hierarchical", key, text));
 }
 
 std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key) {
@@ -127,15 +130,48 @@ RingSet CommModel::rings(std::span<const int> gpus) const {
     }
     set.rings.push_back(std::move(ring));
   }
-  set.bytes_per_s = std::numeric_limits<double>::infinity();
+  std::vector<std::pair<int, int>> hops;
   for (const std::vector<int>& ring : set.rings)
-    for (int i = 0; i < n && n > 1; ++i) {
-      const PathParams hop = path(ring[i], ring[(i + 1) % n]);
-      set.bytes_per_s = std::min(set.bytes_per_s, hop.bytes_per_s);
-      set.latency_ns = std::max(set.latency_ns, hop.latency_ns);
-      set.hop_class = std::max(set.hop_class, hop.hop_class);
-    }
+    for (int i = 0; i < n && n > 1; ++i) hops.emplace_back(ring[i], ring[(i + 1) % n]);
+  const PhaseShape all = shape_of(hops);
+  set.bytes_per_s = all.bytes_per_s;
+  set.latency_ns = all.latency_ns;
+  set.hop_class = all.hop_class;
+  if (set.members_per_node >= 2 && set.nodes() >= 2) {
+    const int m = set.members_per_node, nodes = set.nodes();
+    const std::vector<int>& order = set.rings.front();
+    hops.clear();
+    for (int node = 0; node < nodes; ++node)
+      for (int i = 0; i < m; ++i) hops.emplace_back(order[node * m + i], order[node * m + (i + 1) % m]);
+    set.intra = shape_of(hops);
+    hops.clear();
+    for (int i = 0; i < m; ++i)
+      for (int node = 0; node < nodes; ++node) hops.emplace_back(order[node * m + i], order[(node + 1) % nodes * m + i]);
+    set.inter = shape_of(hops);
+  }
   return set;
+}
+
+PhaseShape CommModel::shape_of(std::span<const std::pair<int, int>> hops) const {
+  PhaseShape shape;
+  shape.bytes_per_s = std::numeric_limits<double>::infinity();
+  std::vector<int> links;
+  for (const auto& [src, dst] : hops) {
+    const RouteInfo& route = router_.route(src, dst);
+    const PathParams p = params_of(graph_, route);
+    shape.latency_ns = std::max(shape.latency_ns, p.latency_ns);
+    shape.hop_class = std::max(shape.hop_class, p.hop_class);
+    links.insert(links.end(), route.links.begin(), route.links.end());
+  }
+  std::sort(links.begin(), links.end());
+  for (std::size_t i = 0; i < links.size();) {
+    std::size_t j = i;
+    while (j < links.size() && links[j] == links[i]) ++j;
+    const Link& l = graph_.link(links[i]);
+    shape.bytes_per_s = std::min(shape.bytes_per_s, l.bytes_per_s * achievable_fraction(l.kind) / static_cast<double>(j - i));
+    i = j;
+  }
+  return shape;
 }
 
 double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
@@ -168,7 +204,51 @@ bool CommModel::tree_applies(CommKind kind, const RingSet& set) {
   return kind == CommKind::all_reduce && set.nodes() >= 2;
 }
 
+bool CommModel::hierarchical_applies(CommKind kind, const RingSet& set) {
+  return (kind == CommKind::all_reduce || kind == CommKind::reduce_scatter || kind == CommKind::all_gather) &&
+         set.nodes() >= 2 && set.members_per_node >= 2;
+}
+
+std::vector<CommModel::Phase> CommModel::hierarchical_phases(CommKind kind, double bytes, const RingSet& set) {
+  const int m = set.members_per_node, nodes = set.nodes();
+  const Phase scatter{CommKind::reduce_scatter, bytes, m, true}, gather{CommKind::all_gather, bytes, m, true};
+  switch (kind) {
+    case CommKind::all_reduce: return {scatter, Phase{CommKind::all_reduce, bytes / m, nodes, false}, gather};
+    case CommKind::reduce_scatter: return {scatter, Phase{CommKind::reduce_scatter, bytes / m, nodes, false}};
+    case CommKind::all_gather: return {Phase{CommKind::all_gather, bytes / m, nodes, false}, gather};
+    default: return {};
+  }
+}
+
+CollectiveCost CommModel::hierarchical_cost(Protocol p, CommKind kind, double bytes, const RingSet& set) const {
+  const int pi = static_cast<int>(p);
+  CollectiveCost c;
+  c.algorithm = Algorithm::hierarchical;
+  c.protocol = p;
+  c.wire_factor = kWireFactor[pi];
+  if (set.intra.hop_class == HopClass::host) {
+    c.wire_factor *= kHostStagingFactor;
+    if (kind == CommKind::all_reduce || kind == CommKind::reduce_scatter) c.wire_factor *= kHostReductionFactor;
+  }
+  const std::vector<Phase> phases = hierarchical_phases(kind, bytes, set);
+  c.phases = static_cast<int>(phases.size());
+  double total_s = 0;
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    const Phase& ph = phases[k];
+    const PhaseShape& shape = ph.intra ? set.intra : set.inter;
+    const int steps_n = steps(ph.kind, ph.n);
+    double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[static_cast<int>(shape.hop_class)][pi] + shape.latency_ns));
+    if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, ph.bytes / ph.n) / shape.bytes_per_s;
+    c.phase_tail_ns[k] = seconds_to_ns(tail_s);
+    c.tail_ns += c.phase_tail_ns[k];
+    total_s += tail_s + bytes_per_hop(ph.kind, ph.bytes, ph.n) / (shape.bytes_per_s * c.wire_factor);
+  }
+  c.estimate_ns = seconds_to_ns(total_s);
+  return c;
+}
+
 CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& set) const {
+  if (a == Algorithm::hierarchical) return hierarchical_cost(p, kind, bytes, set);
   const int n = set.members(), k = static_cast<int>(set.rings.size());
   const int pi = static_cast<int>(p), ci = static_cast<int>(set.hop_class);
   const bool tree = a == Algorithm::tree;
@@ -187,6 +267,7 @@ CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, doub
     if (kind == CommKind::all_reduce || kind == CommKind::reduce_scatter) c.wire_factor *= kHostReductionFactor;
   }
   c.tail_ns = seconds_to_ns(tail_s);
+  c.phase_tail_ns[0] = c.tail_ns;
   // The busiest direction of a tree: an inner node's head sends up once and down to two
   // children on one tree, and up once on the other: 4 shares.
   const double busiest = tree ? 4 * share : bytes_per_hop(kind, share, n);
@@ -197,8 +278,12 @@ CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, doub
 CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) const {
   std::vector<Algorithm> algorithms = {Algorithm::ring};
   if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
-  if (forced_algorithm_ && (*forced_algorithm_ == Algorithm::ring || tree_applies(kind, set)))
+  if (hierarchical_applies(kind, set)) algorithms.push_back(Algorithm::hierarchical);
+  // A forced algorithm where it applies; the ring where it does not.
+  if (forced_algorithm_ && std::find(algorithms.begin(), algorithms.end(), *forced_algorithm_) != algorithms.end())
     algorithms = {*forced_algorithm_};
+  else if (forced_algorithm_)
+    algorithms = {Algorithm::ring};
   std::vector<Protocol> protocols = {Protocol::ll, Protocol::ll128, Protocol::simple};
   if (forced_) protocols = {*forced_};
   CollectiveCost best;

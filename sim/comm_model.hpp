@@ -14,10 +14,16 @@
 // buffer, or the message's per-rank share if smaller) before the next hop can drain it. The
 // protocol (LL, LL128, Simple) is the fastest by this estimate unless forced. All-reduces across
 // nodes may also run as NCCL's double binary tree (fewer latency steps: 2 (log2 nodes + chain)
-// instead of 2 (n - 1)); the algorithm is likewise the fastest unless forced. The constants are
+// instead of 2 (n - 1)), or hierarchically: a reduce-scatter inside every node, an all-reduce of
+// each local rank's shard across the nodes (every local rank on its own NIC, all at once), and
+// an all-gather inside every node, three phases one after the other, each with its own latency
+// tail (reduce-scatter and all-gather likewise in two phases). The algorithm is the fastest by
+// the estimate unless forced; estimates count the links a collective's own flows share (two
+// rings through one NIC get half of it each). The constants are
 // per link class and protocol, fitted on the 8 x A100 NVSwitch all-reduce sweep of
 // shared/validation/collectives.csv and checked on the other rows (tests/collectives_validation_test).
 #pragma once
+#include <array>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -36,8 +42,10 @@ double achievable_fraction(LinkKind kind);
 
 enum class Protocol : std::uint8_t { ll, ll128, simple };
 // tree: NCCL's double binary tree for all-reduce across nodes (a chain inside each node, two
-// complementary binary trees over the nodes, each carrying half the data).
-enum class Algorithm : std::uint8_t { ring, tree };
+// complementary binary trees over the nodes, each carrying half the data). hierarchical:
+// intra-node reduce-scatter, inter-node all-reduce of each local rank's shard, intra-node
+// all-gather (reduce-scatter and all-gather: the first two / the last two phases).
+enum class Algorithm : std::uint8_t { ring, tree, hierarchical };
 // host: GPU-to-GPU through a CPU without peer-to-peer, staged in host memory (NCCL's SHM path).
 enum class HopClass : std::uint8_t { nvlink, pcie, host, network };
 std::string_view protocol_name(Protocol p);
@@ -52,10 +60,19 @@ struct PathParams {
   HopClass hop_class = HopClass::nvlink;
 };
 
+// The rate, latency and class of a set of flows running at once (a phase of a collective):
+// bytes_per_s is what each flow gets on its busiest link when every flow there shares it
+// equally (min over links of effective capacity / flows crossing it).
+struct PhaseShape {
+  double bytes_per_s = 0;
+  TimeNs latency_ns = 0;                  // largest route latency of a flow
+  HopClass hop_class = HopClass::nvlink;  // class of the slowest hop
+};
+
 // The rings of one group's collectives.
 struct RingSet {
   std::vector<std::vector<int>> rings;  // each visits every member once
-  double bytes_per_s = 0;               // one ring alone: its slowest hop
+  double bytes_per_s = 0;               // a ring hop's rate with all rings' hops running (PhaseShape)
   TimeNs latency_ns = 0;                // largest route latency of a hop
   HopClass hop_class = HopClass::nvlink;  // class of the slowest hop
   // Members per node when every node holds the same number (contiguous in each ring), else 0;
@@ -63,12 +80,21 @@ struct RingSet {
   int members_per_node = 0;
   int members() const { return rings.empty() ? 0 : static_cast<int>(rings.front().size()); }
   int nodes() const { return members_per_node > 0 ? members() / members_per_node : 0; }
+  // Hierarchical phases, when members_per_node >= 2 and nodes() >= 2: one ring per node over its
+  // members (rings[0]'s order), all nodes at once; and one ring per local rank over the nodes
+  // (the members at the same position in each node), all at once.
+  PhaseShape intra, inter;
 };
 
 struct CollectiveCost {
   Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
-  TimeNs tail_ns = 0;        // latency added after the flows
+  TimeNs tail_ns = 0;        // latency added after the flows (all phases together)
+  // Phases run one after another (hierarchical: 2 or 3, else 1); phase k + 1 starts when phase
+  // k's flows have ended and its tail has passed. HopFlow::phase says which phase a flow is in.
+  int phases = 1;
+  std::array<TimeNs, 3> phase_tail_ns{};
+  std::span<const TimeNs> tails() const { return {phase_tail_ns.data(), static_cast<std::size_t>(phases)}; }
   double wire_factor = 1;    // payload fraction of the bytes on the wire
   TimeNs estimate_ns = 0;    // uncontended time, tail included
 };
@@ -92,6 +118,21 @@ class CommModel {
   static int tree_steps(const RingSet& rings);
   // Whether the tree applies: an all-reduce over two or more nodes with equal members per node.
   static bool tree_applies(CommKind kind, const RingSet& rings);
+  // Whether the hierarchical algorithm applies: an all-reduce, reduce-scatter or all-gather over
+  // two or more nodes with the same two or more members in each.
+  static bool hierarchical_applies(CommKind kind, const RingSet& rings);
+  // One phase of a hierarchical collective: a ring `kind` of `bytes` over n ranks (per node or
+  // per local rank).
+  struct Phase {
+    CommKind kind;
+    double bytes;
+    int n;
+    bool intra;  // inside the nodes (RingSet::intra) or across them (RingSet::inter)
+  };
+  // The phases of a hierarchical `kind` of `bytes` on rings (m members per node, N nodes):
+  // all-reduce = reduce-scatter of S over m, all-reduce of S/m over N, all-gather of S over m;
+  // reduce-scatter = the first two; all-gather = all-gather of S/m over N, then of S over m.
+  static std::vector<Phase> hierarchical_phases(CommKind kind, double bytes, const RingSet& rings);
   // Bytes each ring hop carries for a collective of `bytes` over n ranks (all-to-all: what each
   // rank sends, S/n to every other rank).
   static double bytes_per_hop(CommKind kind, double bytes, int n);
@@ -122,6 +163,9 @@ class CommModel {
 
  private:
   CollectiveCost cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
+  CollectiveCost hierarchical_cost(Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
+  // Shape of flows on the routes of `hops` (source, destination GPU pairs) running at once.
+  PhaseShape shape_of(std::span<const std::pair<int, int>> hops) const;
 
   const ClusterGraph& graph_;
   const Router& router_;

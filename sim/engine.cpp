@@ -289,7 +289,8 @@ class Simulation {
     const int dst = peer(a.rank, p.group[a.op]);
     const PathParams path = comm_.path(a.rank, dst);
     hops_.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(path)});
-    start_transfer(a.time, comm_.send_tail(path), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
+    const TimeNs tail = comm_.send_tail(path);
+    start_transfer(a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
   }
 
   // Ranks of this rank's TP, DP or embedding group in ring order; the first is the group's
@@ -329,7 +330,7 @@ class Simulation {
     return plan_.rank_of(c);
   }
 
-  void start_transfer(TimeNs now, TimeNs tail_ns, CommSlot slot) {
+  void start_transfer(TimeNs now, std::span<const TimeNs> phase_tails, CommSlot slot) {
     int tag;
     if (free_slots_.empty()) {
       tag = static_cast<int>(slots_.size());
@@ -340,7 +341,7 @@ class Simulation {
       slots_[tag] = slot;
     }
     net_now_ = std::max(net_now_, now);
-    transfers_.start(now, hops_, tail_ns, tag);
+    transfers_.start(now, hops_, phase_tails, tag);
   }
 
   void post_collective(int rank, int op, TimeNs now) {
@@ -358,7 +359,7 @@ class Simulation {
     lower_collective(p.comm[op], p.bytes[op], rings, cost, hops_);
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
-    start_transfer(latest, cost.tail_ns, CommSlot{leader, op, g, p.stream[op]});
+    start_transfer(latest, cost.tails(), CommSlot{leader, op, g, p.stream[op]});
   }
 
   // A rank event caused by the network; it must lie beyond the current window (lookahead).

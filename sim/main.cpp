@@ -138,7 +138,7 @@ int collective_command(int argc, char** argv) {
       "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
       "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
       "algo", po::value<std::string>()->default_value(""),
-      "algorithm: auto | ring | tree (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
+      "algorithm: auto | ring | tree | hierarchical (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
@@ -165,10 +165,10 @@ int collective_command(int argc, char** argv) {
     return 0;
   }
   std::cout << fmt::format("# {} ({}) over {} GPUs of {}\n", op, algo, gpus, sc.source);
-  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>9} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
+  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
                            "busbw (GB/s)", "algorithm", "protocol", "channels");
   for (const CollectivePoint& p : points)
-    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f} {:>9} {:>9} {:>8}\n", p.bytes, p.time_s * 1e6,
+    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f} {:>12} {:>9} {:>8}\n", p.bytes, p.time_s * 1e6,
                              p.algbw_GBps, p.busbw_GBps, algorithm_name(p.algorithm), protocol_name(p.protocol),
                              p.channels);
   return 0;

@@ -77,6 +77,8 @@ constexpr Key kKeys[] = {
     {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
     {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
     {"cluster.oversubscription", "1", "leaf (or rail) to spine oversubscription ratio, >= 1"},
+    {"cluster.spines", "0",
+     "fat_tree, rail: 0 = one collapsed spine (ideal ECMP) | N explicit spine switches, routes spread by an ECMP hash"},
     {"cluster.fabric", "fat_tree", "fat_tree (32-port leaves, one spine) | rail (NIC k of every node on rail switch k) | clos3 (ToR, pod, core)"},
     {"cluster.nic", "", "named NIC, replacing nic_kind and nic_gbps: edr, hdr, ndr, xdr, opa100, roce100, roce200, roce400"},
     {"cluster.gpus_per_tor", "16", "clos3: GPUs whose NICs share a top-of-rack switch"},
@@ -86,7 +88,7 @@ constexpr Key kKeys[] = {
     {"cluster.degraded_links", "",
      "per-link bandwidth factors DEVICE--DEVICE:FACTOR,... (both directions), e.g. node3.nic0--tor1:0.5"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
-    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes)"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
@@ -402,6 +404,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   c.nic_gbps = v.real("cluster.nic_gbps", limits::kMinNicGbps, limits::kMaxNicGbps);
   c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
   c.oversubscription = v.real("cluster.oversubscription", 1, 1e6);
+  c.spines = v.integer("cluster.spines", 0, 1024);
   c.fabric = v.parsed([&] { return parse_fabric(v.text("cluster.fabric"), "cluster.fabric"); });
   c.gpus_per_tor = v.integer("cluster.gpus_per_tor", 1);
   c.pod_gpus = v.integer("cluster.pod_gpus", 1);

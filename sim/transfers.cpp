@@ -41,6 +41,25 @@ void lower_tree(double bytes, const RingSet& rings, const CollectiveCost& cost, 
   }
 }
 
+// Hierarchical: each phase's rings (CommModel::hierarchical_phases) with the phase's bytes per
+// hop: one ring per node over its members, or one ring per local rank over the nodes.
+void lower_hierarchical(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
+                        std::vector<HopFlow>& hops) {
+  const int m = rings.members_per_node, nodes = rings.nodes();
+  const std::vector<int>& order = rings.rings.front();
+  const std::vector<CommModel::Phase> phases = CommModel::hierarchical_phases(kind, bytes, rings);
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    const CommModel::Phase& ph = phases[k];
+    const double hop_bytes = CommModel::bytes_per_hop(ph.kind, ph.bytes, ph.n) / cost.wire_factor;
+    const int phase = static_cast<int>(k);
+    for (int node = 0; node < nodes; ++node)
+      for (int i = 0; i < m; ++i) {
+        if (ph.intra) hops.push_back(HopFlow{order[node * m + i], order[node * m + (i + 1) % m], hop_bytes, phase});
+        else hops.push_back(HopFlow{order[node * m + i], order[(node + 1) % nodes * m + i], hop_bytes, phase});
+      }
+  }
+}
+
 }  // namespace
 
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
@@ -48,6 +67,10 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
   hops.clear();
   if (cost.algorithm == Algorithm::tree) {
     lower_tree(bytes, rings, cost, hops);
+    return;
+  }
+  if (cost.algorithm == Algorithm::hierarchical) {
+    lower_hierarchical(kind, bytes, rings, cost, hops);
     return;
   }
   const int n = rings.members();
@@ -69,6 +92,10 @@ Transfers::Transfers(const ClusterGraph& graph, const Router& router)
     : router_(router), net_(effective_capacities(graph)) {}
 
 void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail_ns, int tag) {
+  start(now, flows, std::span<const TimeNs>(&tail_ns, 1), tag);
+}
+
+void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, std::span<const TimeNs> phase_tails, int tag) {
   int id;
   if (free_transfers_.empty()) {
     id = static_cast<int>(transfers_.size());
@@ -77,22 +104,38 @@ void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail
     id = free_transfers_.back();
     free_transfers_.pop_back();
   }
-  transfers_[id] = Transfer{0, tail_ns, now, tag};
+  Transfer& t = transfers_[id];
+  t.pending = 0;
+  t.start_ns = now;
+  t.tag = tag;
+  t.phase = 0;
+  t.tails.assign(phase_tails.begin(), phase_tails.end());
+  t.flows.clear();
+  if (t.tails.size() > 1) t.flows = flows;  // later phases start from here
   net_.advance(now);
+  start_phase(id, now, flows);
+  net_.solve();
+}
+
+void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows) {
+  Transfer& t = transfers_[id];
+  t.phase_start_ns = now;
   for (const HopFlow& f : flows) {
-    if (f.bytes <= 0 || f.src_gpu == f.dst_gpu) continue;
+    if (f.phase != t.phase || f.bytes <= 0 || f.src_gpu == f.dst_gpu) continue;
     const int flow = net_.add_flow(router_.route(f.src_gpu, f.dst_gpu).links, f.bytes, now);
     if (flow >= static_cast<int>(owner_.size())) owner_.resize(flow + 1, -1);
     owner_[flow] = id;
-    ++transfers_[id].pending;
+    ++t.pending;
   }
-  if (transfers_[id].pending == 0) instant_.push_back(id);
-  net_.solve();
+  if (t.pending > 0) return;
+  if (t.phase + 1 < static_cast<int>(t.tails.size())) due_.emplace(now + t.tails[t.phase], id);
+  else instant_.push_back(id);
 }
 
 TimeNs Transfers::next_event() const {
   if (!instant_.empty()) return -1;  // due now
-  return net_.next_completion().first;
+  const TimeNs flow = net_.next_completion().first;
+  return due_.empty() ? flow : std::min(flow, due_.begin()->first);
 }
 
 void Transfers::finish_flow(int flow, TimeNs now, std::vector<FinishedTransfer>& out) {
@@ -100,14 +143,18 @@ void Transfers::finish_flow(int flow, TimeNs now, std::vector<FinishedTransfer>&
   owner_[flow] = -1;
   Transfer& t = transfers_[id];
   if (--t.pending > 0) return;
-  out.push_back(FinishedTransfer{t.tag, t.start_ns, now + t.tail_ns});
+  if (t.phase + 1 < static_cast<int>(t.tails.size())) {
+    due_.emplace(now + t.tails[t.phase], id);
+    return;
+  }
+  out.push_back(FinishedTransfer{t.tag, t.start_ns, now + t.tails[t.phase]});
   free_transfers_.push_back(id);
 }
 
 void Transfers::collect(TimeNs now, std::vector<FinishedTransfer>& out) {
   for (int id : instant_) {
     const Transfer& t = transfers_[id];
-    out.push_back(FinishedTransfer{t.tag, t.start_ns, std::max(now, t.start_ns) + t.tail_ns});
+    out.push_back(FinishedTransfer{t.tag, t.start_ns, std::max(now, t.phase_start_ns) + t.tails[t.phase]});
     free_transfers_.push_back(id);
   }
   instant_.clear();
@@ -115,6 +162,13 @@ void Transfers::collect(TimeNs now, std::vector<FinishedTransfer>& out) {
   done_scratch_.clear();
   net_.collect_finished(done_scratch_);
   for (int flow : done_scratch_) finish_flow(flow, now, out);
+  // Next phases whose predecessors' tails have passed, in (time, transfer) order.
+  while (!due_.empty() && due_.begin()->first <= now) {
+    const int id = due_.begin()->second;
+    due_.erase(due_.begin());
+    ++transfers_[id].phase;
+    start_phase(id, now, transfers_[id].flows);
+  }
   net_.solve();
 }
 

@@ -1,11 +1,14 @@
 // Transfers: sends and collectives lowered to flows on the flow network. A send is one flow on
 // its route; a ring collective is one flow per hop of each of its rings, each carrying the bytes
-// that hop moves over the whole algorithm. A transfer ends when its last flow ends plus its latency tail (the
-// per-step latencies of the algorithm). Concurrent transfers that cross a link share it.
+// that hop moves over the whole algorithm. A transfer ends when its last flow ends plus its
+// latency tail (the per-step latencies of the algorithm). A hierarchical collective has two or
+// three phases: a phase's flows start when the previous phase's flows have all ended and its
+// tail has passed. Concurrent transfers that cross a link share it.
 //
 // Thread safety: used by one thread (the engine's).
 #pragma once
 #include <limits>
+#include <set>
 #include <span>
 #include <vector>
 
@@ -21,6 +24,7 @@ namespace dtsim {
 struct HopFlow {
   int src_gpu, dst_gpu;
   double bytes;
+  int phase = 0;  // which phase of the transfer (0 unless hierarchical)
 };
 
 struct FinishedTransfer {
@@ -40,7 +44,10 @@ class Transfers {
 
   // Starts a transfer at `now`; when it ends, collect() reports `tag`.
   void start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail_ns, int tag);
-  // Time of the next flow completion (or of a transfer whose flows are all done), or kNever.
+  // A transfer in phases, one tail per phase (CollectiveCost::tails()).
+  void start(TimeNs now, const std::vector<HopFlow>& flows, std::span<const TimeNs> phase_tails, int tag);
+  // Time of the next flow completion, phase start (or of a transfer whose flows are all done),
+  // or kNever.
   TimeNs next_event() const;
   // Advances the network to `now` and appends the transfers whose flows have all finished.
   void collect(TimeNs now, std::vector<FinishedTransfer>& out);
@@ -52,11 +59,16 @@ class Transfers {
 
  private:
   struct Transfer {
-    int pending = 0;
-    TimeNs tail_ns = 0, start_ns = 0;
+    int pending = 0;          // flows of the current phase still running
+    TimeNs start_ns = 0, phase_start_ns = 0;
     int tag = -1;
+    int phase = 0;
+    std::vector<TimeNs> tails;    // per phase
+    std::vector<HopFlow> flows;   // all phases' flows, kept when there are later phases
   };
   void finish_flow(int flow, TimeNs now, std::vector<FinishedTransfer>& out);
+  // Adds the flows of the transfer's current phase at `now`.
+  void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
 
   const Router& router_;
   FlowNetwork net_;
@@ -64,6 +76,7 @@ class Transfers {
   std::vector<int> free_transfers_;
   std::vector<int> owner_;         // flow id -> transfer id
   std::vector<int> instant_;       // transfers with no flow left to wait for
+  std::set<std::pair<TimeNs, int>> due_;  // (start time, transfer) of phases waiting for their start
   std::vector<int> done_scratch_;
 };
 

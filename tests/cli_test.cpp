@@ -150,6 +150,21 @@ TEST_CASE("dtsim collective sweeps sizes like nccl-tests", "[cli][comm]") {
   CHECK_THAT(sizes.err, Catch::Contains("--sizes"));
 }
 
+TEST_CASE("dtsim collective --algo hierarchical over 4 nodes and cluster.spines", "[cli][comm][hierarchical]") {
+  const Outcome o = run_dtsim(
+      "collective --cluster.nodes=4 --cluster.nics_per_node=8 --cluster.nic_gbps=200 --cluster.spines=4 "
+      "--algo hierarchical --sizes 1G");
+  INFO(o.err);
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("(hierarchical) over 32 GPUs") && Catch::Contains("hierarchical     ll128        8"));
+  const Outcome bad = run_dtsim("collective --algo butterfly");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--algo") && Catch::Contains("hierarchical"));
+  const Outcome clos = run_dtsim("collective --cluster.nodes=4 --cluster.fabric=clos3 --cluster.spines=2");
+  CHECK(clos.status == 2);
+  CHECK_THAT(clos.err, Catch::Contains("cluster.spines = 2") && Catch::Contains("fat_tree or rail"));
+}
+
 TEST_CASE("dtsim validate builds rows as scenarios and lists the rest as skipped", "[cli]") {
   const std::string header =
       "run_id,source_id,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch_seqs,"

@@ -42,8 +42,9 @@ Setup tiny(int tp, int pp, int dp, Recompute r = Recompute::none) {
   return s;
 }
 
-EngineResult run(const Setup& s, MemoryTraceSink* sink, TraceDetail detail = TraceDetail::all) {
-  Engine engine(s.program, s.graph, find_gpu("A100-SXM4-80GB"), Precision::bf16);
+EngineResult run(const Setup& s, MemoryTraceSink* sink, TraceDetail detail = TraceDetail::all,
+                 std::optional<Algorithm> algorithm = std::nullopt) {
+  Engine engine(s.program, s.graph, find_gpu("A100-SXM4-80GB"), Precision::bf16, std::nullopt, algorithm);
   return engine.run(sink, detail);
 }
 
@@ -167,7 +168,8 @@ TEST_CASE("an uncontended TP all-reduce takes the ring closed form", "[engine][c
 TEST_CASE("DP rings that share a NIC take twice as long as rings on separate NICs", "[engine][comm]") {
   // 2 nodes x 4 GPUs, TP 2 inside a node, DP 4 across: the DP rings of TP rank 0 and 1 cross the
   // fabric. With 2 NICs per node each ring has its own NIC (GPU i uses NIC i mod 2); with one NIC
-  // both rings share it, so each gets half its bandwidth (max-min fairness).
+  // both rings share it, so each gets half its bandwidth (max-min fairness). The ring is forced
+  // (the automatic choice takes the hierarchical algorithm for one of the two).
   auto dp_all_reduce_ns = [](int nics) {
     Setup s;
     s.model.layers = 2;
@@ -187,7 +189,7 @@ TEST_CASE("DP rings that share a NIC take twice as long as rings on separate NIC
     validate_plan(s.plan, s.model, 8);
     s.program = build_program(s.model, s.plan);
     MemoryTraceSink sink;
-    run(s, &sink);
+    run(s, &sink, TraceDetail::all, Algorithm::ring);
     for (const EventRecord& e : sink.events_)
       if (e.op == static_cast<int>(OpKind::dp_all_reduce) && e.rank == 0) return e.end_ns - e.start_ns;
     return TimeNs{0};

@@ -1,10 +1,16 @@
 // Fabrics: a rail-optimized cluster keeps same-rail traffic on its rail switch and sends the rest
-// over the spine; named NICs set the link kind and rate.
+// over the spine; named NICs set the link kind and rate; explicit spines spread routes by the
+// ECMP hash, and where two flows hash onto one spine link they share it.
 #include <catch2/catch.hpp>
 
+#include <map>
+#include <numeric>
 #include <string>
 
 #include "sim/base/error.hpp"
+#include "sim/collective_bench.hpp"
+#include "sim/comm_model.hpp"
+#include "sim/transfers.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/routing.hpp"
 
@@ -51,4 +57,131 @@ TEST_CASE("named NICs give the InfiniBand, Omni-Path and RoCE generations", "[to
   CHECK(parse_nic_preset("roce400", "cluster.nic").kind == LinkKind::ethernet);
   CHECK(parse_nic_preset("roce400", "cluster.nic").gbps == 400);
   CHECK_THROWS_WITH(parse_nic_preset("fddi", "cluster.nic"), Catch::Contains("edr, hdr, ndr, xdr"));
+}
+
+namespace {
+
+// 8 nodes x 8 A100, 8 x 200 Gb/s NICs each: 64 NICs on two 32-port leaves (nodes 0-3, 4-7).
+ClusterConfig two_leaves(int spines, double oversubscription) {
+  ClusterConfig c;
+  c.nodes = 8;
+  c.nics_per_node = 8;
+  c.nic_gbps = 200;
+  c.spines = spines;
+  c.oversubscription = oversubscription;
+  return c;
+}
+
+// The spine a route crosses ("" if none).
+std::string spine_of(const ClusterGraph& g, const RouteInfo& r) {
+  for (int id : r.links) {
+    const std::string& name = g.device(g.link_target(id)).name;
+    if (name.rfind("spine", 0) == 0) return name;
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("explicit spines: each leaf has one uplink per spine and routes spread over them by the ECMP hash", "[topology][ecmp]") {
+  const ClusterGraph g = build_cluster(two_leaves(4, 1));
+  const Router router(g);
+  // Each leaf's 32 NIC ports of 25 GB/s go up over 4 links of 200 GB/s.
+  int uplinks = 0;
+  for (int id = 0; id < g.num_links(); ++id)
+    if (g.device(g.link_source(id)).name == "leaf0" && g.device(g.link_target(id)).name.rfind("spine", 0) == 0) {
+      CHECK(g.link(id).bytes_per_s == Approx(32 * 25e9 / 4));
+      ++uplinks;
+    }
+  CHECK(uplinks == 4);
+  CHECK(path_of(g, router.route(0, 32)) ==
+        "node0.gpu0 > node0.nic0 > leaf0 > spine3 > leaf1 > node4.nic0 > node4.gpu0");
+  // ecmp_hash(src, 32, leaf1) mod 4 for the GPUs of node 0.
+  const char* expected[] = {"spine3", "spine2", "spine0", "spine3", "spine1", "spine3", "spine0", "spine1"};
+  for (int src = 0; src < 8; ++src) CHECK(spine_of(g, router.route(src, 32)) == expected[src]);
+  // Over all 32 x 32 GPU pairs from leaf 0 to leaf 1: 249, 242, 252 and 281 routes per spine.
+  std::map<std::string, int> per_spine;
+  for (int src = 0; src < 32; ++src)
+    for (int dst = 32; dst < 64; ++dst) ++per_spine[spine_of(g, router.route(src, dst))];
+  CHECK(per_spine == std::map<std::string, int>{{"spine0", 249}, {"spine1", 242}, {"spine2", 252}, {"spine3", 281}});
+  // Same leaf: no spine. The collapsed default has one spine0 for every pair.
+  CHECK(spine_of(g, router.route(0, 8)) == "");
+  const ClusterGraph collapsed = build_cluster(two_leaves(0, 1));
+  CHECK(spine_of(collapsed, Router(collapsed).route(7, 32)) == "spine0");
+  // Deterministic: a second router asked in the opposite order gives the same routes.
+  const Router again(g);
+  for (int src = 31; src >= 0; --src)
+    for (int dst = 63; dst >= 32; --dst) CHECK(again.route(src, dst).links == router.route(src, dst).links);
+  CHECK_THROWS_WITH(build_cluster(two_leaves(-1, 1)), Catch::Contains("cluster.spines"));
+  ClusterConfig clos = two_leaves(4, 1);
+  clos.fabric = Fabric::clos3;
+  CHECK_THROWS_WITH(build_cluster(clos), Catch::Contains("cluster.spines"));
+}
+
+TEST_CASE("explicit spines over rails: each rail's uplink is split over the spines and routes keep to a rail", "[topology][ecmp]") {
+  ClusterConfig c;
+  c.nodes = 4;
+  c.nics_per_node = 8;
+  c.nic_gbps = 200;
+  c.fabric = Fabric::rail;
+  c.spines = 2;
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  int uplinks = 0;
+  for (int id = 0; id < g.num_links(); ++id)
+    if (g.device(g.link_source(id)).name == "rail3" && g.device(g.link_target(id)).name.rfind("spine", 0) == 0) {
+      CHECK(g.link(id).bytes_per_s == Approx(4 * 200e9 / 8 / 2));
+      ++uplinks;
+    }
+  CHECK(uplinks == 2);
+  // Routes still stay on one rail: to another rail's GPU through the node to the NIC on the
+  // destination's rail (NCCL's PXN), which is as short as the way over a spine and faster.
+  CHECK(path_of(g, router.route(0, 9)) == "node0.gpu0 > node0.nvswitch > node0.gpu1 > node0.nic1 > rail1 > node1.nic1 > node1.gpu1");
+}
+
+TEST_CASE("an ECMP collision on a spine link halves two ring hops and slows the all-reduce by one hop's time", "[comm][ecmp]") {
+  // Oversubscription 2 and 16 spines: each leaf uplink carries 32 x 25 / 2 / 16 = 25 GB/s, one
+  // NIC's rate. Collapsed, the one 400 GB/s uplink per leaf never limits.
+  const ClusterGraph ecmp = build_cluster(two_leaves(16, 2)), ideal = build_cluster(two_leaves(0, 2));
+  const Router router(ecmp), ideal_router(ideal);
+  std::vector<int> gpus(64);
+  std::iota(gpus.begin(), gpus.end(), 0);
+  const CommModel comm(ecmp, router, Protocol::simple, Algorithm::ring), ideal_comm(ideal, ideal_router, Protocol::simple, Algorithm::ring);
+  const RingSet rings = comm.rings(gpus);
+  REQUIRE(rings.rings.size() == 8);
+  // The 8 rings leave leaf 0 from node 3's GPU (c + 7) % 8 to node 4's GPU c: channels 1 and 3
+  // hash onto spine0; from node 7 back to node 0, channels 0 and 7 both onto spine14.
+  const char* up[] = {"spine15", "spine0", "spine8", "spine0", "spine5", "spine10", "spine14", "spine3"};
+  const char* back[] = {"spine14", "spine0", "spine10", "spine3", "spine6", "spine5", "spine2", "spine14"};
+  for (int c = 0; c < 8; ++c) {
+    CHECK(spine_of(ecmp, router.route(24 + (c + 7) % 8, 32 + c)) == up[c]);
+    CHECK(spine_of(ecmp, router.route(56 + (c + 7) % 8, c)) == back[c]);
+  }
+  // Two flows on a 23.75 GB/s effective spine link: the rings' shared rate is half a NIC.
+  const double nic = 25e9 * achievable_fraction(LinkKind::infiniband);
+  CHECK(rings.bytes_per_s == Approx(nic / 2));
+  CHECK(ideal_comm.rings(gpus).bytes_per_s == Approx(nic));
+  // The flows alone (no tail): each hop carries 2 x 63/64 x S/8; the colliding hops take twice
+  // as long as on the ideal fabric.
+  const double S = 1 << 30, hop = 2.0 * 63 / 64 * S / 8;
+  auto flow_time = [&](const ClusterGraph& g, const Router& r, const CommModel& m) {
+    const RingSet set = m.rings(gpus);
+    std::vector<HopFlow> hops;
+    lower_collective(CommKind::all_reduce, S, set, m.cost(CommKind::all_reduce, S, set), hops);
+    Transfers net(g, r);
+    net.start(0, hops, TimeNs{0}, 0);
+    std::vector<FinishedTransfer> done;
+    while (done.empty()) net.collect(std::max<TimeNs>(net.next_event(), 0), done);
+    return ns_to_seconds(done.front().end_ns);
+  };
+  const double ideal_s = flow_time(ideal, ideal_router, ideal_comm), ecmp_s = flow_time(ecmp, router, comm);
+  CHECK(ideal_s == Approx(hop / nic).epsilon(1e-6));  // 10.9 ms
+  CHECK(ecmp_s == Approx(2 * hop / nic).epsilon(1e-6));
+  // dtsim collective: slower by that hop time plus the longer pipeline fill of the tail.
+  const double t_ecmp = sweep_collective(ecmp, CommKind::all_reduce, 64, {S}, Protocol::simple, Algorithm::ring).front().time_s;
+  const double t_ideal = sweep_collective(ideal, CommKind::all_reduce, 64, {S}, Protocol::simple, Algorithm::ring).front().time_s;
+  const double tails = ns_to_seconds(comm.cost(CommKind::all_reduce, S, rings).tail_ns -
+                                     ideal_comm.cost(CommKind::all_reduce, S, ideal_comm.rings(gpus)).tail_ns);
+  CHECK(t_ecmp - t_ideal == Approx(hop / nic + tails).epsilon(1e-4));
+  CHECK(t_ecmp > 1.5 * t_ideal);
 }

@@ -11,7 +11,10 @@
 // (nvswitch nodes) or to PCIe switch k % switches (pcie boxes; CPU socket k % sockets when
 // p2p = false). NICs go to leaf switches of kLeafPorts ports (NICs in node-major order); with more
 // than one leaf, the spine layer is collapsed into one vertex "spine0" (ideal ECMP): each leaf's
-// uplink carries (its NIC ports * NIC rate) / oversubscription per direction.
+// uplink carries (its NIC ports * NIC rate) / oversubscription per direction. With spines = N > 0
+// the spine layer is N vertices "spine0".."spine{N-1}" instead, and every leaf (rail switch) has
+// one uplink to each, carrying 1/N of that: the paths between two leaves are then N equal-cost
+// ones and the router picks one per (source, destination) GPU pair by its ECMP hash.
 // fabric = clos3 (the three tiers of Meta's Llama 3 cluster): the NICs of every gpus_per_tor
 // consecutive GPUs go to one top-of-rack vertex "torT"; the ToRs of every pod_gpus GPUs go to one
 // vertex "podP" standing for the pod's whole aggregation layer, each ToR uplink carrying all its
@@ -41,6 +44,8 @@ const TimeNs kEthernetLatencyNs = link_fact(LinkKind::ethernet).latency_ns;
 const double kUpiBytesPerS = link_fact(LinkKind::upi).bytes_per_s;
 // Leaf switch radix assumption: 32 NIC-facing ports per leaf (half of a 64-port switch).
 constexpr int kLeafPorts = 32;
+// Explicit spine switches (cluster.spines): a bound that keeps the graph small.
+constexpr int kMaxSpines = 1024;
 
 void require(bool ok, std::string_view key, double value, std::string_view rule) {
   if (!ok) throw InputError(fmt::format("{} = {}: {}", key, value, rule));
@@ -76,7 +81,10 @@ void validate(const ClusterConfig& c, const GpuSpec& gpu) {
     require(c.pod_gpus >= 1 && c.pod_gpus % c.gpus_per_tor == 0, "cluster.pod_gpus", c.pod_gpus,
             fmt::format("must be a positive multiple of cluster.gpus_per_tor ({})", c.gpus_per_tor));
     require(c.pod_oversubscription >= 1, "cluster.pod_oversubscription", c.pod_oversubscription, "must be >= 1");
+    require(c.spines == 0, "cluster.spines", c.spines, "applies to cluster.fabric = fat_tree or rail; must be 0 for clos3");
   }
+  require(c.spines >= 0 && c.spines <= kMaxSpines, "cluster.spines", c.spines,
+          fmt::format("must be 0 (one collapsed spine) or 1 .. {} explicit spine switches", kMaxSpines));
   if (c.nodes > 1) {
     require(c.nics_per_node >= 1, "cluster.nics_per_node", c.nics_per_node, "must be >= 1");
     require(std::int64_t{c.nodes} * c.nics_per_node <= limits::kMaxGpus, "cluster.nics_per_node", c.nics_per_node,
@@ -199,11 +207,11 @@ class Builder {
     const TimeNs latency = c_.nic_kind == LinkKind::ethernet ? kEthernetLatencyNs : kIbSwitchLatencyNs;
     if (c_.fabric == Fabric::rail) {
       // Rail k: one (aggregated, non-blocking) switch for NIC k of every node.
-      const VertexId spine = add("spine0", DeviceKind::network_switch, -1);
+      const std::vector<VertexId> spine = add_spines();
       for (int k = 0; k < c_.nics_per_node; ++k) {
         const VertexId rail = add(fmt::format("rail{}", k), DeviceKind::network_switch, -1);
         for (const auto& nics : node_nics) g_.add_duplex_link(nics[k], rail, c_.nic_kind, nic_bytes, latency);
-        g_.add_duplex_link(rail, spine, c_.nic_kind, c_.nodes * nic_bytes / c_.oversubscription, latency);
+        uplinks(rail, spine, c_.nodes * nic_bytes / c_.oversubscription, latency);
       }
       return;
     }
@@ -213,13 +221,26 @@ class Builder {
     const int leaves = (total + kLeafPorts - 1) / kLeafPorts;
     std::vector<VertexId> leaf;
     for (int l = 0; l < leaves; ++l) leaf.push_back(add(fmt::format("leaf{}", l), DeviceKind::network_switch, -1));
-    const VertexId spine = leaves > 1 ? add("spine0", DeviceKind::network_switch, -1) : VertexId{};
     for (int j = 0; j < total; ++j) g_.add_duplex_link(all_nics[j], leaf[j / kLeafPorts], c_.nic_kind, nic_bytes, latency);
     if (leaves == 1) return;
+    const std::vector<VertexId> spine = add_spines();
     for (int l = 0; l < leaves; ++l) {
       const int ports = std::min(kLeafPorts, total - l * kLeafPorts);
-      g_.add_duplex_link(leaf[l], spine, c_.nic_kind, ports * nic_bytes / c_.oversubscription, latency);
+      uplinks(leaf[l], spine, ports * nic_bytes / c_.oversubscription, latency);
     }
+  }
+
+  // One collapsed spine, or cluster.spines explicit ones.
+  std::vector<VertexId> add_spines() {
+    std::vector<VertexId> spine;
+    for (int s = 0; s < std::max(1, c_.spines); ++s)
+      spine.push_back(add(fmt::format("spine{}", s), DeviceKind::network_switch, -1));
+    return spine;
+  }
+  // A switch's uplink capacity split evenly over one duplex link to each spine.
+  void uplinks(VertexId from, const std::vector<VertexId>& spine, double bytes_per_s, TimeNs latency) {
+    for (VertexId s : spine)
+      g_.add_duplex_link(from, s, c_.nic_kind, bytes_per_s / static_cast<double>(spine.size()), latency);
   }
 
   // NICs -> ToR -> pod -> core; each uplink carries the NIC ports below it (the pod's divided by

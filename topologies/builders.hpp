@@ -12,7 +12,7 @@ enum class NodeKind { nvswitch, pcie, nvlink_pairs };
 NodeKind parse_node_kind(std::string_view text, std::string_view key);
 std::string_view node_kind_name(NodeKind k);
 
-// fat_tree: 32-port leaves under one collapsed spine; rail: NIC k of every node on rail switch k
+// fat_tree: 32-port leaves under one collapsed spine (or cluster.spines explicit ones); rail: NIC k of every node on rail switch k
 // (rail-optimized, as DGX SuperPODs), rails joined by a spine; clos3: top-of-rack switches, one
 // aggregation layer per pod (full bisection inside the pod) and a core joining the pods.
 enum class Fabric { fat_tree, rail, clos3 };
@@ -41,6 +41,10 @@ struct ClusterConfig {
   LinkKind nic_kind = LinkKind::infiniband;  // infiniband | omnipath | ethernet
   double oversubscription = 1.0;      // leaf (or rail) to spine taper, >= 1
   Fabric fabric = Fabric::fat_tree;
+  // fat_tree / rail: 0 = the spine layer collapsed into one vertex (ideal ECMP); N >= 1 = N
+  // explicit spine switches, every leaf (rail) with one uplink to each carrying 1/N of its share,
+  // routes spread over them by the router's ECMP hash.
+  int spines = 0;
   int gpus_per_tor = 16;              // clos3: GPUs whose NICs share a top-of-rack switch
   int pod_gpus = 3072;                // clos3: GPUs per pod (a multiple of gpus_per_tor)
   double pod_oversubscription = 1.0;  // clos3: pod-to-core taper, >= 1

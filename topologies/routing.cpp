@@ -1,6 +1,9 @@
 // Router: GPU-to-GPU routes by Boost's Dijkstra with weight = kHopWeight per link + its latency,
 // i.e. fewest hops first, then lowest total latency (exact in doubles: latencies sum far below
-// kHopWeight), remaining ties resolved deterministically by Boost's vertex/edge order.
+// kHopWeight). Where a route enters a vertex from a network switch and several switches offer
+// an equally short way in (explicit spines), it takes the one at ecmp_hash(src, dst, vertex)
+// modulo their number, in link-id order (deterministic ECMP); other ties are resolved by Boost's
+// vertex/edge order.
 // A route crosses only fabric devices (node -1) and the devices of its two end nodes, never the
 // inside of a third node; the search stops when the destination is settled and resets only the
 // vertices it touched, so a route costs the size of the fabric, not of the whole cluster.
@@ -10,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/dijkstra_shortest_paths.hpp>
 #include <boost/graph/filtered_graph.hpp>
@@ -65,7 +69,37 @@ struct RouteDevices {
   }
 };
 
+double link_weight(const Graph& g, Graph::edge_descriptor e) { return kHopWeight + static_cast<double>(g[e].latency_ns); }
+
+// splitmix64: the ECMP hash's mixing function.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
+
+std::uint64_t ecmp_hash(int src_gpu, int dst_gpu, VertexId at) {
+  return mix((static_cast<std::uint64_t>(src_gpu) << 32 | static_cast<std::uint32_t>(dst_gpu)) ^ mix(at));
+}
+
+template <typename FilteredGraph>
+Graph::edge_descriptor Router::ecmp_choice(const FilteredGraph& fg, VertexId v, int src_gpu, int dst_gpu,
+                                           Graph::edge_descriptor recorded) const {
+  const Graph& g = graph_.graph();
+  candidates_.clear();
+  for (Graph::edge_descriptor e : boost::make_iterator_range(boost::in_edges(v, fg))) {
+    const VertexId u = boost::source(e, g);
+    if (g[u].kind == DeviceKind::network_switch && dist_[u] + link_weight(g, e) == dist_[v]) candidates_.push_back(e);
+  }
+  if (candidates_.size() < 2) return recorded;
+  std::sort(candidates_.begin(), candidates_.end(), [&g](Graph::edge_descriptor a, Graph::edge_descriptor b) {
+    return g[a].id < g[b].id;
+  });
+  return candidates_[ecmp_hash(src_gpu, dst_gpu, v) % candidates_.size()];
+}
 
 const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
   const long long key = static_cast<long long>(src_gpu) * graph_.num_gpus() + dst_gpu;
@@ -91,7 +125,7 @@ const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
         g, boost::keep_all(), RouteDevices{&g, g[src].node, g[dst].node});
     const auto index = boost::get(boost::vertex_index, g);
     auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
-        [&g](Graph::edge_descriptor e) { return kHopWeight + static_cast<double>(g[e].latency_ns); });
+        [&g](Graph::edge_descriptor e) { return link_weight(g, e); });
     touched_.clear();
     touched_.push_back(src);
     dist_[src] = 0;
@@ -106,6 +140,8 @@ const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
     const bool found = pred_[dst] != dst;
     if (found) {
       for (VertexId v = dst; v != src; v = boost::source(pred_edge_[v], g)) {
+        if (g[boost::source(pred_edge_[v], g)].kind == DeviceKind::network_switch)
+          pred_edge_[v] = ecmp_choice(fg, v, src_gpu, dst_gpu, pred_edge_[v]);
         const Link& link = g[pred_edge_[v]];
         info.links.push_back(link.id);
         info.bottleneck_bytes_per_s = std::min(info.bottleneck_bytes_per_s, link.bytes_per_s);

@@ -1,7 +1,9 @@
 // Routes between GPUs: shortest paths over the cluster graph (fewest hops, ties broken by the
-// lower total latency, then deterministically by vertex order), through fabric devices and the
-// two end nodes only, computed once per pair and cached.
+// lower total latency, then between equal switches by a deterministic ECMP hash of the GPU pair,
+// else by vertex order), through fabric devices and the two end nodes only, computed once per
+// pair and cached.
 #pragma once
+#include <cstdint>
 #include <mutex>
 #include <span>
 #include <unordered_map>
@@ -12,6 +14,11 @@
 #include "topologies/cluster_graph.hpp"
 
 namespace dtsim {
+
+// The ECMP hash of a route choice: splitmix64 of the (source, destination) GPU pair, salted by
+// the vertex where the equal-cost ways in are chosen between. Fixed: routes are the same run to
+// run, in any order of requests and on any number of threads.
+std::uint64_t ecmp_hash(int src_gpu, int dst_gpu, VertexId at);
 
 struct RouteInfo {
   std::vector<int> links;       // link ids from source to destination
@@ -28,6 +35,12 @@ class Router {
   void check_connected() const;
 
  private:
+  // Among the equal-cost links into `v` from network switches, the one the ECMP hash picks;
+  // `recorded` (Dijkstra's) when there is no choice. Under mutex_, after the search.
+  template <typename FilteredGraph>
+  Graph::edge_descriptor ecmp_choice(const FilteredGraph& fg, VertexId v, int src_gpu, int dst_gpu,
+                                     Graph::edge_descriptor recorded) const;
+
   const ClusterGraph& graph_;
   mutable std::mutex mutex_;
   mutable std::unordered_map<long long, RouteInfo> cache_;
@@ -37,6 +50,7 @@ class Router {
   mutable std::vector<Graph::edge_descriptor> pred_edge_;
   mutable std::vector<boost::default_color_type> color_;
   mutable std::vector<VertexId> touched_;
+  mutable std::vector<Graph::edge_descriptor> candidates_;
 };
 
 }  // namespace dtsim
