@@ -234,8 +234,8 @@ TEST_CASE("dtsim fit and advise reject bad input with status 2", "[cli]") {
       {"advise --model gpt-1.7b --gpus A100,Voodoo2", "Voodoo2"},
       {"advise --model gpt-1.7b --gpus A100 --price H100=2", "not one of --gpus"},
       {"advise --model gpt-1.7b --gpus A100 --price A100=cheap", "not a number"},
-      {"advise --model deepseek-r1 --gpus H100", "mixture-of-experts models are not simulated yet"},
-      {"run --model.name=deepseek-r1", "expert parallelism"},
+      {"run --model.name=deepseek-r1 --parallel.ep=3", "must divide parallel.dp = 8"},
+      {"run --parallel.ep=2", "has no experts"},
   };
   for (const auto& c : cases) {
     const fs::path out = scratch() / "never-advise.h5";

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "sim/base/error.hpp"
+#include "workloads/layer_ops.hpp"
 
 namespace dtsim {
 namespace {
@@ -38,6 +39,23 @@ double layer_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t
     case Recompute::none: break;
   }
   return s.sequence_parallel ? sbh / t * (34 + attn) : sbh * (10 + 24.0 / t + attn / t);
+}
+
+// MoE and MLA layers (Korthikanti's form is for dense multi-head layers): what the kernels of the
+// first stage's layers keep (workloads/layer_ops, standard attention with dropout), per layer on
+// average.
+double kernel_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t, int pp) {
+  ParallelPlan plan;
+  plan.tp = t, plan.ep = s.ep, plan.micro_batch = s.micro_batch, plan.recompute = s.recompute;
+  plan.sequence_parallel = s.sequence_parallel;
+  ModelShape shape = m;
+  shape.seq_len = s.seq_len;
+  const LayerOps ops(shape, plan);
+  const int first_stage = std::max(1, m.layers / pp);
+  double sum = 0;
+  for (int l = 0; l < first_stage; ++l)
+    for (const OpSpec& op : ops.layer_forward(l)) sum += op.saved;
+  return sum / first_stage;
 }
 
 template <class Need>
@@ -114,19 +132,30 @@ MemoryNeed inference_memory(const ModelShape& m, const InferenceSetup& s, int tp
 
 MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp) {
   MemoryNeed n;
-  const double p = m.total_params() / (tp * pp);
-  const auto share = [&](int stage) { return s.zero_stage >= stage ? dp : 1; };
-  n.items.push_back({"weights", 2 * p / share(3), fmt::format("bf16, / (tp x pp){}", s.zero_stage >= 3 ? " x dp (ZeRO-3)" : "")});
-  n.items.push_back({"gradients", 2 * p / share(2), fmt::format("bf16, / (tp x pp){}", s.zero_stage >= 2 ? " x dp (ZeRO-2)" : "")});
-  n.items.push_back({"optimizer", 12 * p / share(1),
-                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / (tp x pp){}",
-                                 s.zero_stage >= 1 ? " x dp (ZeRO-1)" : "")});
+  // Routed experts: / ep more, and their sharded state over the dp / ep ranks holding them.
+  const double routed = static_cast<double>(m.moe_layers()) * m.experts * m.expert_params();
+  const double p = (m.total_params() - routed) / (tp * pp), pe = routed / (static_cast<double>(tp) * pp * s.ep);
+  const int edp = std::max(1, dp / s.ep);
+  const auto bytes = [&](double per_param, int stage) {
+    return per_param * (s.zero_stage >= stage ? p / dp + pe / edp : p + pe);
+  };
+  const std::string experts = m.is_moe() ? fmt::format("; routed experts / ep = {}", s.ep) : "";
+  n.items.push_back({"weights", bytes(2, 3),
+                     fmt::format("bf16, / (tp x pp){}{}", s.zero_stage >= 3 ? " x dp (ZeRO-3)" : "", experts)});
+  n.items.push_back({"gradients", bytes(2, 2),
+                     fmt::format("bf16, / (tp x pp){}{}", s.zero_stage >= 2 ? " x dp (ZeRO-2)" : "", experts)});
+  n.items.push_back({"optimizer", bytes(12, 1),
+                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / (tp x pp){}{}",
+                                 s.zero_stage >= 1 ? " x dp (ZeRO-1)" : "", experts)});
   const int in_flight = s.micro_batches > 0 ? std::min(pp, s.micro_batches) : pp;
   const double layers = static_cast<double>(m.layers) / pp;
   const double logits = pp == 1 ? 4.0 * s.seq_len * s.micro_batch * m.vocab / tp : 0;
-  n.items.push_back({"activations", layers * in_flight * layer_activation_bytes(m, s, tp) + logits,
-                     fmt::format("Korthikanti et al. 2022, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
-                                 "flight (1F1B){}", recompute_name(s.recompute), s.sequence_parallel ? " + SP" : "",
+  const bool kernels = m.is_moe() || m.is_mla();
+  const double per_layer = kernels ? kernel_activation_bytes(m, s, tp, pp) : layer_activation_bytes(m, s, tp);
+  n.items.push_back({"activations", layers * in_flight * per_layer + logits,
+                     fmt::format("{}, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
+                                 "flight (1F1B){}", kernels ? "what the MoE/MLA kernels keep" : "Korthikanti et al. 2022",
+                                 recompute_name(s.recompute), s.sequence_parallel ? " + SP" : "",
                                  layers, in_flight, pp == 1 ? " + fp32 logits 4sbV/t" : "")});
   n.items.push_back({"overhead", kRuntimeOverheadBytes, "CUDA context, kernels, cuBLAS/NCCL workspaces (1 GiB)"});
   return n;
