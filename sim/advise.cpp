@@ -78,8 +78,29 @@ double estimate_step_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r
   return (compute + tp) * bubble + dp;
 }
 
+// Layers per stage when validate_plan's even splits do not apply (DeepSeek-R1's 61 layers on a
+// power of two): layers + 2 as evenly as possible, the extra layers to the middle stages first,
+// one fewer on the first and the last (the embedding and the head count as one layer each).
+std::vector<int> uneven_stages(const ModelShape& m, int pp) {
+  if (pp == 1 || m.layers % pp == 0 || (m.layers + 2) % pp == 0 || m.layers + 2 < 2 * pp) return {};
+  std::vector<int> stages(pp, (m.layers + 2) / pp);
+  int extra = (m.layers + 2) % pp;
+  for (int i = 1; i < pp - 1 && extra > 0; ++i, --extra) ++stages[i];
+  if (extra > 0) ++stages.back();
+  --stages.front();
+  --stages.back();
+  return stages;
+}
+
+std::string stage_layers_text(const ModelShape& m, int pp) {
+  std::string out;
+  for (int n : uneven_stages(m, pp)) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out.empty() ? "auto" : out;
+}
+
 bool valid_layout(const ModelShape& m, const AdviseRow& r, int global_batch) {
   ParallelPlan p;
+  p.stage_layers = uneven_stages(m, r.pp);
   p.tp = r.tp, p.pp = r.pp, p.dp = r.dp, p.ep = r.ep, p.micro_batch = r.micro_batch, p.global_batch = global_batch;
   p.zero_stage = r.zero_stage, p.recompute = r.recompute;
   try {
@@ -158,6 +179,7 @@ std::vector<AdviseRow> promising(const std::vector<AdviseRow>& fitting, int top)
 // Simulates the rows (their status, message and summary filled in) on the sweep runner.
 void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_batch) {
   if (rows.empty()) return;
+  const ModelShape& model = find_model(q.model);
   SweepPlan plan;
   plan.fixed = {{"model.name", q.model}, {"training.global_batch", std::to_string(global_batch)},
                 {"cluster.nic_kind", "infiniband"}, {"output.trace_detail", "summary"}};
@@ -177,6 +199,7 @@ void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_b
   axis("parallel.pp", [](const AdviseRow& r) { return std::to_string(r.pp); });
   axis("parallel.dp", [](const AdviseRow& r) { return std::to_string(r.dp); });
   axis("parallel.ep", [](const AdviseRow& r) { return std::to_string(r.ep); });
+  axis("parallel.stage_layers", [&](const AdviseRow& r) { return stage_layers_text(model, r.pp); });
   axis("training.micro_batch", [](const AdviseRow& r) { return std::to_string(r.micro_batch); });
   axis("training.recompute", [](const AdviseRow& r) { return std::string(recompute_name(r.recompute)); });
   axis("parallel.zero_stage", [](const AdviseRow& r) { return std::to_string(r.zero_stage); });

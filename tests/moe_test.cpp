@@ -126,6 +126,18 @@ TEST_CASE("the dispatch and combine all-to-alls carry tokens x top_k x hidden x 
   for (const HopFlow& h : hops) from_0 += h.src_gpu == 0 ? h.bytes : 0;
   CHECK(hops.size() == 12);
   CHECK(from_0 == Approx(1e6 * 3 / 4));
+  // Across two nodes of two: rank 0 sends what node 1 gets (2 x S/4) in one flow to its rail peer
+  // 2, the network bytes of all pairs, and 2 x S/4 to its local peer 1 (its own share and the one
+  // it forwards from 2).
+  rings.members_per_node = 2;
+  lower_collective(CommKind::all_to_all, 1e6, rings, CollectiveCost{}, hops);
+  CHECK(hops.size() == 8);
+  std::map<int, double> to;
+  for (const HopFlow& h : hops)
+    if (h.src_gpu == 0) to[h.dst_gpu] += h.bytes;
+  CHECK(to.size() == 2);
+  CHECK(to[2] == Approx(1e6 / 2));
+  CHECK(to[1] == Approx(1e6 / 2));
 }
 
 TEST_CASE("expert weights and gradients and optimizer state are divided by EP", "[moe][memory]") {

@@ -41,21 +41,23 @@ double layer_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t
   return s.sequence_parallel ? sbh / t * (34 + attn) : sbh * (10 + 24.0 / t + attn / t);
 }
 
-// MoE and MLA layers (Korthikanti's form is for dense multi-head layers): what the kernels of the
-// first stage's layers keep (workloads/layer_ops, standard attention with dropout), per layer on
-// average.
-double kernel_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t, int pp) {
+// MoE and MLA layers (Korthikanti's form is for dense multi-head layers): what the kernels of a
+// layer keep (workloads/layer_ops, standard attention with dropout), the larger of a dense and
+// an MoE layer (the most loaded stage holds only MoE layers).
+double kernel_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t) {
   ParallelPlan plan;
   plan.tp = t, plan.ep = s.ep, plan.micro_batch = s.micro_batch, plan.recompute = s.recompute;
   plan.sequence_parallel = s.sequence_parallel;
   ModelShape shape = m;
   shape.seq_len = s.seq_len;
   const LayerOps ops(shape, plan);
-  const int first_stage = std::max(1, m.layers / pp);
-  double sum = 0;
-  for (int l = 0; l < first_stage; ++l)
+  double most = 0;
+  for (int l : {0, std::min(m.dense_layers, m.layers - 1)}) {
+    double sum = 0;
     for (const OpSpec& op : ops.layer_forward(l)) sum += op.saved;
-  return sum / first_stage;
+    most = std::max(most, sum);
+  }
+  return most;
 }
 
 template <class Need>
@@ -151,7 +153,7 @@ MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, 
   const double layers = static_cast<double>(m.layers) / pp;
   const double logits = pp == 1 ? 4.0 * s.seq_len * s.micro_batch * m.vocab / tp : 0;
   const bool kernels = m.is_moe() || m.is_mla();
-  const double per_layer = kernels ? kernel_activation_bytes(m, s, tp, pp) : layer_activation_bytes(m, s, tp);
+  const double per_layer = kernels ? kernel_activation_bytes(m, s, tp) : layer_activation_bytes(m, s, tp);
   n.items.push_back({"activations", layers * in_flight * per_layer + logits,
                      fmt::format("{}, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
                                  "flight (1F1B){}", kernels ? "what the MoE/MLA kernels keep" : "Korthikanti et al. 2022",
