@@ -209,3 +209,16 @@ TEST_CASE("the EP group exchanges tokens and the expert-DP group reduces expert 
   CHECK(expert_reduce_end[0] == expert_reduce_end[2]);
   CHECK(expert_reduce_end[1] == expert_reduce_end[3]);
 }
+
+TEST_CASE("the memory model sizes an uneven split by its most loaded stage", "[moe][memory]") {
+  // DeepSeek-R1's 61 layers on 8 stages: neither 61 nor 63 divides by 8; the heaviest stage of
+  // dtsim advise's split holds ceil(63 / 8) = 8 layers.
+  const ModelShape& m = find_model("deepseek-r1");
+  TrainingSetup t{m.seq_len, 1, Recompute::full, 0, false, 8};
+  t.ep = 8;
+  const double routed = m.moe_layers() * m.experts * m.expert_params();
+  const double others = m.total_params() - m.transformer_params();
+  const double share = 8.0 * 8 / 61;
+  const double expected = 2 * (((m.transformer_params() - routed) * share + others) / 8 + routed * share / (8 * 8));
+  CHECK(training_memory(m, t, 1, 8, 8).items[0].bytes == Approx(expected));
+}

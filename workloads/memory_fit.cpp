@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/base/error.hpp"
 #include "workloads/layer_ops.hpp"
@@ -134,9 +135,17 @@ MemoryNeed inference_memory(const ModelShape& m, const InferenceSetup& s, int tp
 
 MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp) {
   MemoryNeed n;
+  // Stages split evenly (layers, or layers + 2 counting the embedding and the head); otherwise the
+  // most loaded stage of the uneven split dtsim advise gives: ceil((layers + 2) / pp) layers,
+  // their parameters and activations.
+  const bool even = m.layers % pp == 0 || (m.layers + 2) % pp == 0;
+  const double layers = even ? static_cast<double>(m.layers) / pp : std::ceil((m.layers + 2.0) / pp);
+  const double stage_share = layers * pp / m.layers;  // of the layers' parameters, relative to 1/pp
   // Routed experts: / ep more, and their sharded state over the dp / ep ranks holding them.
   const double routed = static_cast<double>(m.moe_layers()) * m.experts * m.expert_params();
-  const double p = (m.total_params() - routed) / (tp * pp), pe = routed / (static_cast<double>(tp) * pp * s.ep);
+  const double others = m.total_params() - m.transformer_params();
+  const double p = ((m.transformer_params() - routed) * stage_share + others) / (tp * pp);
+  const double pe = routed * stage_share / (static_cast<double>(tp) * pp * s.ep);
   const int edp = std::max(1, dp / s.ep);
   const auto bytes = [&](double per_param, int stage) {
     return per_param * (s.zero_stage >= stage ? p / dp + pe / edp : p + pe);
@@ -150,7 +159,6 @@ MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, 
                      fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / (tp x pp){}{}",
                                  s.zero_stage >= 1 ? " x dp (ZeRO-1)" : "", experts)});
   const int in_flight = s.micro_batches > 0 ? std::min(pp, s.micro_batches) : pp;
-  const double layers = static_cast<double>(m.layers) / pp;
   const double logits = pp == 1 ? 4.0 * s.seq_len * s.micro_batch * m.vocab / tp : 0;
   const bool kernels = m.is_moe() || m.is_mla();
   const double per_layer = kernels ? kernel_activation_bytes(m, s, tp) : layer_activation_bytes(m, s, tp);
