@@ -161,12 +161,21 @@ MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, 
   const int in_flight = s.micro_batches > 0 ? std::min(pp, s.micro_batches) : pp;
   const double logits = pp == 1 ? 4.0 * s.seq_len * s.micro_batch * m.vocab / tp : 0;
   const bool kernels = m.is_moe() || m.is_mla();
-  const double per_layer = kernels ? kernel_activation_bytes(m, s, tp) : layer_activation_bytes(m, s, tp);
-  n.items.push_back({"activations", layers * in_flight * per_layer + logits,
+  const auto per_layer = [&](const TrainingSetup& setup) {
+    return kernels ? kernel_activation_bytes(m, setup, tp) : layer_activation_bytes(m, setup, tp);
+  };
+  // With recomputation the backward of each layer first reruns its forward (full: the layer,
+  // selective: the attention core), so one layer's activations as without recomputation live
+  // next to the checkpoints (Korthikanti et al. 2022 Sec. 4.1, the rematerialized layer).
+  TrainingSetup materialized = s;
+  materialized.recompute = Recompute::none;
+  const double rematerialized = s.recompute == Recompute::none ? 0 : per_layer(materialized) - per_layer(s);
+  n.items.push_back({"activations", layers * in_flight * per_layer(s) + rematerialized + logits,
                      fmt::format("{}, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
-                                 "flight (1F1B){}", kernels ? "what the MoE/MLA kernels keep" : "Korthikanti et al. 2022",
+                                 "flight (1F1B){}{}", kernels ? "what the MoE/MLA kernels keep" : "Korthikanti et al. 2022",
                                  recompute_name(s.recompute), s.sequence_parallel ? " + SP" : "",
-                                 layers, in_flight, pp == 1 ? " + fp32 logits 4sbV/t" : "")});
+                                 layers, in_flight, s.recompute == Recompute::none ? "" : " + one rematerialized layer",
+                                 pp == 1 ? " + fp32 logits 4sbV/t" : "")});
   n.items.push_back({"overhead", kRuntimeOverheadBytes, "CUDA context, kernels, cuBLAS/NCCL workspaces (1 GiB)"});
   return n;
 }
