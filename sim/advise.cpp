@@ -39,38 +39,69 @@ double intra_node_bytes_per_s(const GpuSpec& g, const std::string& kind) {
   return 0.8 * pcie_bytes_per_s(std::min(g.pcie_gen, 5));
 }
 
-// A rough step time: GEMM FLOPs at the GPU's matmul rate stretched by the 1F1B bubble, plus the
-// TP all-reduces (4 per layer and micro-batch, 6 with full recompute), the DP gradient ring and,
-// with ZeRO-3, the parameter all-gathers of every layer in every forward and backward pass.
+// A rough step time: GEMM FLOPs (of the active parameters) at the GPU's matmul rate stretched by
+// the 1F1B bubble, plus the TP all-reduces (4 per layer and micro-batch, 6 with full recompute),
+// the MoE all-to-alls (as many, of tokens x top-k hidden states), the DP gradient ring (experts
+// over dp / ep) and, with ZeRO-3, the parameter all-gathers of every layer in every pass.
 double estimate_step_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r, int global_batch,
                        const AdviseRequest& q) {
   const double tokens = static_cast<double>(global_batch) * m.seq_len;
+  const double routed = static_cast<double>(m.moe_layers()) * m.experts * m.expert_params();
   const double passes = r.recompute == Recompute::full ? 8 : 6;
   const double rate = g.measured_matmul_bf16_flops > 0 ? g.measured_matmul_bf16_flops
                                                        : kDefaultGemmEfficiency * g.bf16_flops;
   const double m_batches = static_cast<double>(global_batch) / (r.micro_batch * r.dp);
   const double bubble = (m_batches + r.pp - 1) / m_batches;
-  const double compute = passes * m.total_params() * tokens / (r.num_gpus() * rate);
+  const double compute = passes * (m.is_moe() ? m.active_params() : m.total_params()) * tokens / (r.num_gpus() * rate);
+  const double network_per_gpu = 0.9 * q.nics_per_node * q.nic_gbps / 8 * 1e9 / r.gpus_per_node;
   double tp = 0;
   if (r.tp > 1) {
     const double bytes = 2.0 * m.seq_len * r.micro_batch * m.hidden * 2 * (r.tp - 1) / r.tp;
     tp = (r.recompute == Recompute::full ? 6 : 4) * bytes / intra_node_bytes_per_s(g, r.node_kind) *
          (static_cast<double>(m.layers) / r.pp) * m_batches;
   }
+  if (r.ep > 1) {
+    const double bytes = 2.0 * m.seq_len * r.micro_batch * m.active_experts * m.hidden * (r.ep - 1) / r.ep;
+    const double rate_a2a = r.ep * r.tp > r.gpus_per_node ? network_per_gpu : intra_node_bytes_per_s(g, r.node_kind);
+    tp += (r.recompute == Recompute::full ? 6 : 4) * bytes / rate_a2a * (static_cast<double>(m.moe_layers()) / r.pp) *
+          m_batches;
+  }
   double dp = 0;
   if (r.dp > 1) {
-    const double per_gpu = r.nodes > 1 ? 0.9 * q.nics_per_node * q.nic_gbps / 8 * 1e9 / r.gpus_per_node
-                                       : intra_node_bytes_per_s(g, r.node_kind);
-    const double ring = 2 * m.total_params() / (r.tp * r.pp) * (r.dp - 1) / r.dp / per_gpu;
+    const double per_gpu = r.nodes > 1 ? network_per_gpu : intra_node_bytes_per_s(g, r.node_kind);
+    const double edp = static_cast<double>(r.dp) / r.ep;
+    const double ring = 2 * ((m.total_params() - routed) * (r.dp - 1) / r.dp + routed / r.ep * (edp - 1) / edp) /
+                        (r.tp * r.pp) / per_gpu;
     dp = 2 * ring;
     if (r.zero_stage >= 3) dp += (r.recompute == Recompute::full ? 3 : 2) * ring * m_batches;
   }
   return (compute + tp) * bubble + dp;
 }
 
+// Layers per stage when validate_plan's even splits do not apply (DeepSeek-R1's 61 layers on a
+// power of two): layers + 2 as evenly as possible, the extra layers to the middle stages first,
+// one fewer on the first and the last (the embedding and the head count as one layer each).
+std::vector<int> uneven_stages(const ModelShape& m, int pp) {
+  if (pp == 1 || m.layers % pp == 0 || (m.layers + 2) % pp == 0 || m.layers + 2 < 2 * pp) return {};
+  std::vector<int> stages(pp, (m.layers + 2) / pp);
+  int extra = (m.layers + 2) % pp;
+  for (int i = 1; i < pp - 1 && extra > 0; ++i, --extra) ++stages[i];
+  if (extra > 0) ++stages.back();
+  --stages.front();
+  --stages.back();
+  return stages;
+}
+
+std::string stage_layers_text(const ModelShape& m, int pp) {
+  std::string out;
+  for (int n : uneven_stages(m, pp)) out += (out.empty() ? "" : ",") + std::to_string(n);
+  return out.empty() ? "auto" : out;
+}
+
 bool valid_layout(const ModelShape& m, const AdviseRow& r, int global_batch) {
   ParallelPlan p;
-  p.tp = r.tp, p.pp = r.pp, p.dp = r.dp, p.micro_batch = r.micro_batch, p.global_batch = global_batch;
+  p.stage_layers = uneven_stages(m, r.pp);
+  p.tp = r.tp, p.pp = r.pp, p.dp = r.dp, p.ep = r.ep, p.micro_batch = r.micro_batch, p.global_batch = global_batch;
   p.zero_stage = r.zero_stage, p.recompute = r.recompute;
   try {
     validate_plan(p, m, r.num_gpus());
@@ -78,6 +109,16 @@ bool valid_layout(const ModelShape& m, const AdviseRow& r, int global_batch) {
     return false;
   }
   return true;
+}
+
+// Expert-parallel sizes to try with `dp` replicas: 1 for a dense model, else the powers of two
+// that divide dp and the expert count.
+std::vector<int> expert_parallel_sizes(const ModelShape& m, int dp) {
+  std::vector<int> out{1};
+  if (!m.is_moe()) return out;
+  for (int ep = 2; ep <= dp; ep *= 2)
+    if (dp % ep == 0 && m.experts % ep == 0) out.push_back(ep);
+  return out;
 }
 
 // Every layout of `g` that fits, with its estimate, best first.
@@ -88,25 +129,28 @@ std::vector<AdviseRow> layouts(const ModelShape& m, const GpuSpec& g, int global
     for (int tp = 1; tp <= std::min(n, 8); tp *= 2) {
       for (int pp = 1; pp <= n / tp; ++pp) {
         if ((n / tp) % pp != 0) continue;
-        for (int mb : kMicroBatches)
-          for (Recompute rc : kRecomputes)
-            for (int zero : kZeroStages) {
-              AdviseRow r;
-              r.gpu = g.name, r.role = "layout";
-              r.gpus_per_node = std::min(n, 8), r.nodes = n / r.gpus_per_node;
-              r.tp = tp, r.pp = pp, r.dp = n / (tp * pp), r.micro_batch = mb, r.recompute = rc, r.zero_stage = zero;
-              if (zero > 0 && r.dp == 1) continue;  // nothing to shard
-              r.node_kind = base_node_kind(g, r.gpus_per_node);
-              r.nics_per_node = q.nics_per_node, r.nic_gbps = q.nic_gbps;
-              ++built;
-              if (!valid_layout(m, r, global_batch)) continue;
-              const TrainingSetup s{m.seq_len, mb, rc, zero, false, global_batch / (mb * r.dp)};
-              const double need = training_memory(m, s, tp, pp, r.dp).total();
-              if (need > kMemoryHeadroom * g.memory_bytes) continue;
-              r.fit_gib = need / kGiB;
-              r.estimate_s = estimate_step_s(m, g, r, global_batch, q);
-              out.push_back(r);
-            }
+        for (int ep : expert_parallel_sizes(m, n / (tp * pp)))
+          for (int mb : kMicroBatches)
+            for (Recompute rc : kRecomputes)
+              for (int zero : kZeroStages) {
+                AdviseRow r;
+                r.gpu = g.name, r.role = "layout";
+                r.gpus_per_node = std::min(n, 8), r.nodes = n / r.gpus_per_node;
+                r.tp = tp, r.pp = pp, r.dp = n / (tp * pp), r.ep = ep, r.micro_batch = mb, r.recompute = rc;
+                r.zero_stage = zero;
+                if (zero > 0 && r.dp == 1) continue;  // nothing to shard
+                r.node_kind = base_node_kind(g, r.gpus_per_node);
+                r.nics_per_node = q.nics_per_node, r.nic_gbps = q.nic_gbps;
+                ++built;
+                if (!valid_layout(m, r, global_batch)) continue;
+                TrainingSetup s{m.seq_len, mb, rc, zero, false, global_batch / (mb * r.dp)};
+                s.ep = ep;
+                const double need = training_memory(m, s, tp, pp, r.dp).total();
+                if (need > kMemoryHeadroom * g.memory_bytes) continue;
+                r.fit_gib = need / kGiB;
+                r.estimate_s = estimate_step_s(m, g, r, global_batch, q);
+                out.push_back(r);
+              }
       }
     }
   }
@@ -135,6 +179,7 @@ std::vector<AdviseRow> promising(const std::vector<AdviseRow>& fitting, int top)
 // Simulates the rows (their status, message and summary filled in) on the sweep runner.
 void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_batch) {
   if (rows.empty()) return;
+  const ModelShape& model = find_model(q.model);
   SweepPlan plan;
   plan.fixed = {{"model.name", q.model}, {"training.global_batch", std::to_string(global_batch)},
                 {"cluster.nic_kind", "infiniband"}, {"output.trace_detail", "summary"}};
@@ -153,6 +198,8 @@ void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_b
   axis("parallel.tp", [](const AdviseRow& r) { return std::to_string(r.tp); });
   axis("parallel.pp", [](const AdviseRow& r) { return std::to_string(r.pp); });
   axis("parallel.dp", [](const AdviseRow& r) { return std::to_string(r.dp); });
+  axis("parallel.ep", [](const AdviseRow& r) { return std::to_string(r.ep); });
+  axis("parallel.stage_layers", [&](const AdviseRow& r) { return stage_layers_text(model, r.pp); });
   axis("training.micro_batch", [](const AdviseRow& r) { return std::to_string(r.micro_batch); });
   axis("training.recompute", [](const AdviseRow& r) { return std::string(recompute_name(r.recompute)); });
   axis("parallel.zero_stage", [](const AdviseRow& r) { return std::to_string(r.zero_stage); });
@@ -191,7 +238,6 @@ std::vector<AdviseRow> variants(const AdviseRow& best, const GpuSpec& g) {
 
 AdviseResult advise(const AdviseRequest& q) {
   const ModelShape& m = find_model(q.model);
-  require_simulated_model(m, "dtsim advise");
   if (q.gpus.empty()) throw InputError("dtsim advise: --gpus needs at least one GPU, e.g. A100-80GB,H100-80GB,RTX4090");
   if (q.max_gpus < 1) throw InputError(fmt::format("--max-gpus = {}: must be >= 1", q.max_gpus));
   std::vector<const GpuSpec*> gpus;

@@ -1,4 +1,4 @@
-// `dtsim advise`: for each GPU type, the training layouts (GPU count, TP, PP, DP, micro-batch,
+// `dtsim advise`: for each GPU type, the training layouts (GPU count, TP, PP, DP, EP for MoE models, micro-batch,
 // recomputation, ZeRO stage) that fit in 90 % of the memory by workloads/memory_fit, a rough analytic step
 // time to pick the promising ones, the simulation of those (the sweep runner, on TBB threads),
 // and the ranking by time to train and cost; then the best layout of each GPU type again with
@@ -30,6 +30,7 @@ struct AdviseRequest {
 struct AdviseRow {
   std::string gpu, role;                // role: layout | variant
   int nodes = 1, gpus_per_node = 1, tp = 1, pp = 1, dp = 1, micro_batch = 1, zero_stage = 0;
+  int ep = 1;                           // expert parallelism (MoE models), within dp
   Recompute recompute = Recompute::none;
   std::string node_kind;
   int nics_per_node = 0;
@@ -53,7 +54,7 @@ struct AdviseResult {
   std::vector<AdviseRow> rows;               // ranked layouts first, then the rest, then variants
 };
 
-// Throws InputError on bad input (unknown model or GPU, a price for a GPU not asked for, an MoE model).
+// Throws InputError on bad input (unknown model or GPU, a price for a GPU not asked for).
 AdviseResult advise(const AdviseRequest& request);
 
 }  // namespace dtsim

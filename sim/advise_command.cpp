@@ -33,7 +33,9 @@ double number(const std::string& text, const std::string& what) {
 }
 
 std::string layout_text(const AdviseRow& r) {
-  return fmt::format("tp{} pp{} dp{} mb{} {} z{}", r.tp, r.pp, r.dp, r.micro_batch, recompute_name(r.recompute), r.zero_stage);
+  const std::string ep = r.ep > 1 ? fmt::format(" ep{}", r.ep) : "";
+  return fmt::format("tp{} pp{} dp{}{} mb{} {} z{}", r.tp, r.pp, r.dp, ep, r.micro_batch, recompute_name(r.recompute),
+                     r.zero_stage);
 }
 
 std::string money(double usd) { return std::isnan(usd) ? "" : fmt::format("{:.0f}", usd); }
@@ -86,11 +88,11 @@ void print_json(const AdviseResult& res) {
   const auto num = [](double v) { return std::isnan(v) ? std::string("null") : fmt::format("{:.9g}", v); };
   for (const AdviseRow& r : res.rows)
     rows.add(fmt::format("{{\"rank\": {}, \"gpu\": \"{}\", \"role\": \"{}\", \"num_gpus\": {}, \"nodes\": {}, "
-                         "\"gpus_per_node\": {}, \"tp\": {}, \"pp\": {}, \"dp\": {}, \"micro_batch\": {}, \"recompute\": \"{}\", "
+                         "\"gpus_per_node\": {}, \"tp\": {}, \"pp\": {}, \"dp\": {}, \"ep\": {}, \"micro_batch\": {}, \"recompute\": \"{}\", "
                          "\"zero_stage\": {}, \"node_kind\": \"{}\", \"nics_per_node\": {}, \"nic_gbps\": {}, \"fit_gib\": {}, "
                          "\"status\": \"{}\", \"message\": \"{}\", \"step_time_s\": {}, \"tokens_per_s\": {}, \"mfu\": {}, "
                          "\"peak_memory_gib\": {}, \"train_days\": {}, \"gpu_hours\": {}, \"cost_usd\": {}}}",
-                         r.rank, r.gpu, r.role, r.num_gpus(), r.nodes, r.gpus_per_node, r.tp, r.pp, r.dp, r.micro_batch,
+                         r.rank, r.gpu, r.role, r.num_gpus(), r.nodes, r.gpus_per_node, r.tp, r.pp, r.dp, r.ep, r.micro_batch,
                          recompute_name(r.recompute), r.zero_stage, r.node_kind, r.nics_per_node, num(r.nic_gbps),
                          num(r.fit_gib), point_status_name(r.status), json_escape(r.message), num(r.summary.step_time_s),
                          num(r.summary.tokens_per_s), num(r.summary.mfu), num(r.summary.peak_memory_gib),

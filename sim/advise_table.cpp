@@ -21,7 +21,7 @@ constexpr int kFormatVersion = 1;
 struct Row {
   std::int32_t rank;
   const char *gpu, *role;
-  std::int32_t num_gpus, nodes, gpus_per_node, tp, pp, dp, micro_batch;
+  std::int32_t num_gpus, nodes, gpus_per_node, tp, pp, dp, ep, micro_batch;
   const char* recompute;
   std::int32_t zero_stage;
   const char* node_kind;
@@ -46,6 +46,7 @@ Handle row_type() {
   i32("tp", offsetof(Row, tp));
   i32("pp", offsetof(Row, pp));
   i32("dp", offsetof(Row, dp));
+  i32("ep", offsetof(Row, ep));
   i32("micro_batch", offsetof(Row, micro_batch));
   s("recompute", offsetof(Row, recompute));
   i32("zero_stage", offsetof(Row, zero_stage));
@@ -88,7 +89,7 @@ void write(const AdviseResult& res, const std::string& tmp, const std::string& p
   for (std::size_t i = 0; i < res.rows.size(); ++i) {
     const AdviseRow& r = res.rows[i];
     rows.push_back(Row{r.rank, r.gpu.c_str(), r.role.c_str(), r.num_gpus(), r.nodes, r.gpus_per_node, r.tp, r.pp, r.dp,
-                       r.micro_batch, recompute[i].c_str(), r.zero_stage, r.node_kind.c_str(), r.nics_per_node,
+                       r.ep, r.micro_batch, recompute[i].c_str(), r.zero_stage, r.node_kind.c_str(), r.nics_per_node,
                        r.nic_gbps, r.fit_gib, r.estimate_s, status[i].c_str(), r.message.c_str(), r.summary.step_time_s,
                        r.summary.tokens_per_s, r.summary.mfu, r.summary.peak_memory_gib, r.train_s / 86400,
                        r.gpu_hours, r.cost_usd});

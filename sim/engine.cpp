@@ -293,13 +293,19 @@ class Simulation {
     start_transfer(a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
   }
 
-  // Ranks of this rank's TP, DP or embedding group in ring order; the first is the group's
-  // leader. The embedding group joins the first and last pipeline stages (tied embeddings).
-  // Built once per group, on first use.
+  // Ranks of this rank's TP, DP, embedding, EP or expert-DP group in ring order; the first is the
+  // group's leader. The embedding group joins the first and last pipeline stages (tied
+  // embeddings); the EP group is the block of ep consecutive DP ranks holding this rank, the
+  // expert-DP group the DP ranks at this rank's position in every block. Built once per group,
+  // on first use.
   const std::vector<int>& members(int rank, Group g) {
     RankCoords c = plan_.coords(rank);
-    int& coord = g == Group::tp ? c.tp : g == Group::dp ? c.dp : c.pp;
-    coord = 0;
+    int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
+    const int base = g == Group::ep ? c.dp / plan_.ep * plan_.ep : g == Group::expert_dp ? c.dp % plan_.ep : 0;
+    const int stride = g == Group::expert_dp ? plan_.ep : 1;
+    const int size = g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
+                                                                                                  : plan_.dp;
+    coord = base;
     std::vector<int>& out = state(g).members[plan_.rank_of(c)];
     if (out.empty()) {
       if (g == Group::embedding) {
@@ -307,8 +313,8 @@ class Simulation {
         coord = plan_.pp - 1;
         out.push_back(plan_.rank_of(c));
       } else {
-        for (int i = 0; i < (g == Group::tp ? plan_.tp : plan_.dp); ++i) {
-          coord = i;
+        for (int i = 0; i < size; ++i) {
+          coord = base + i * stride;
           out.push_back(plan_.rank_of(c));
         }
       }
@@ -321,7 +327,9 @@ class Simulation {
     std::vector<RingSet> rings;              // rings of the group, computed on first use
     std::vector<std::vector<int>> members;
   };
-  GroupState& state(Group g) { return groups_[g == Group::tp ? 0 : g == Group::dp ? 1 : 2]; }
+  GroupState& state(Group g) {
+    return groups_[g == Group::tp ? 0 : g == Group::dp ? 1 : g == Group::embedding ? 2 : g == Group::ep ? 3 : 4];
+  }
 
   // The neighbouring stage; with interleaving the last stage feeds the first (next chunk).
   int peer(int rank, Group g) const {
@@ -380,7 +388,7 @@ class Simulation {
     for (const FinishedTransfer& f : finished_) {
       const CommSlot slot = slots_[f.tag];
       free_slots_.push_back(f.tag);
-      if (slot.group == Group::tp || slot.group == Group::dp || slot.group == Group::embedding) {
+      if (slot.group != Group::pp_next && slot.group != Group::pp_prev) {
         // Members may run different stage programs (the embedding group): each completes the op
         // it posted, the one before the cursor of the collective's stream.
         const int st = static_cast<int>(slot.stream);
@@ -425,7 +433,7 @@ class Simulation {
   int threads_;
   std::vector<RankState> ranks_;
   std::vector<StageTimes> times_;
-  GroupState groups_[3];  // TP, DP, embedding
+  GroupState groups_[5];  // TP, DP, embedding, EP, expert DP
   Transfers transfers_;
   std::vector<CommSlot> slots_;  // what each transfer completes, indexed by its tag
   std::vector<int> free_slots_;

@@ -38,16 +38,7 @@ std::vector<DeviceRecord> device_records(const ClusterGraph& graph) {
 
 }  // namespace
 
-void require_simulated_model(const ModelShape& model, const std::string& source) {
-  if (model.is_moe() || model.is_mla())
-    throw InputError(fmt::format(
-        "{}: model.name = {}: mixture-of-experts models are not simulated yet: expert parallelism (the all-to-all "
-        "of routed tokens) and multi-head latent attention are not in the program builder; 'dtsim fit --model {}' "
-        "gives its memory", source, model.name, model.name));
-}
-
 EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threads) {
-  require_simulated_model(sc.model, sc.source);
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const GpuSpec& gpu = find_gpu(sc.cluster.gpu);

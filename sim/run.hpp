@@ -13,9 +13,6 @@ namespace dtsim {
 // connected. Throws InputError.
 ClusterGraph make_cluster(const Scenario& scenario);
 
-// Throws InputError when the program builder cannot simulate `model` (mixture of experts, MLA).
-void require_simulated_model(const ModelShape& model, const std::string& source);
-
 // Validates the layout against the cluster, simulates one step and, when trace_path is set,
 // writes the HDF5 trace there (atomically). `threads`: engine threads (the result is the same for
 // any count). Throws InputError on bad input.

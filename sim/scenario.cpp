@@ -43,6 +43,11 @@ constexpr Key kKeys[] = {
     {"model.embedding_norm", "", "true | false: layer norm after the embedding (BLOOM)"},
     {"model.bias", "", "true | false: linear layers have biases"},
     {"model.parallel_block", "", "true | false: attention and MLP in parallel on the layer input (GPT-J/NeoX)"},
+    {"model.experts", "", "routed experts per MoE layer; 0 = a dense model"},
+    {"model.active_experts", "", "routed experts per token (top-k)"},
+    {"model.shared_experts", "", "always-on experts per MoE layer"},
+    {"model.expert_ffn_hidden", "", "inner size of one (SwiGLU) expert"},
+    {"model.dense_layers", "", "leading layers with a dense MLP of ffn_hidden (MoE models)"},
     {"training.global_batch", "2048", "sequences per step"},
     {"training.micro_batch", "2", "sequences per micro-batch"},
     {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
@@ -54,6 +59,7 @@ constexpr Key kKeys[] = {
     {"parallel.tp", "4", "tensor-parallel size"},
     {"parallel.pp", "12", "pipeline-parallel stages"},
     {"parallel.dp", "8", "data-parallel replicas"},
+    {"parallel.ep", "1", "expert-parallel size (MoE): experts sharded over ep consecutive DP ranks; divides dp and experts"},
     {"parallel.zero_stage", "1",
      "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
     {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe | interleaved"},
@@ -179,6 +185,22 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.embedding_norm")) m.embedding_norm = v.boolean("model.embedding_norm");
   if (v.given("model.bias")) m.bias = v.boolean("model.bias");
   if (v.given("model.parallel_block")) m.parallel_block = v.boolean("model.parallel_block");
+  if (v.given("model.experts")) m.experts = v.integer("model.experts", 0, limits::kMaxHidden);
+  if (v.given("model.active_experts")) m.active_experts = v.integer("model.active_experts", 1, limits::kMaxHidden);
+  if (v.given("model.shared_experts")) m.shared_experts = v.integer("model.shared_experts", 0, limits::kMaxHidden);
+  if (v.given("model.expert_ffn_hidden")) m.expert_ffn_hidden = v.integer("model.expert_ffn_hidden", 1, limits::kMaxHidden);
+  if (v.given("model.dense_layers")) m.dense_layers = v.integer("model.dense_layers", 0);
+  if (m.is_moe()) {
+    if (m.active_experts < 1 || m.active_experts > m.experts)
+      throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",
+                                   v.source(), m.active_experts, m.experts));
+    if (m.expert_ffn_hidden < 1)
+      throw InputError(fmt::format("{}: model.expert_ffn_hidden is required (>= 1) when model.experts = {}",
+                                   v.source(), m.experts));
+    if (m.dense_layers >= m.layers)
+      throw InputError(fmt::format("{}: model.dense_layers = {}: must be below model.layers = {} (at least one MoE "
+                                   "layer)", v.source(), m.dense_layers, m.layers));
+  }
   if (m.hidden % m.heads != 0)
     throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}", v.source(), m.hidden, m.heads));
   if (m.kv_heads > m.heads || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
@@ -373,6 +395,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
   p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
   p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);
+  p.ep = v.integer("parallel.ep", 1, limits::kMaxGpus);
   p.zero_stage = v.integer("parallel.zero_stage", 0);
   p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
   p.virtual_stages = v.integer("parallel.virtual_stages", 1);

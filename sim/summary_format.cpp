@@ -17,10 +17,14 @@ const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
 std::string format_summary_text(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links) {
   std::string out;
   const auto& p = sc.plan;
-  out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}, micro-batch {}, global batch {}\n",
+  out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}{}, micro-batch {}, global batch {}\n",
                      sc.model.name, sc.cluster.nodes, sc.cluster.gpus_per_node, s.num_gpus, p.tp, p.pp, p.dp,
-                     p.micro_batch, p.global_batch);
+                     p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch);
   const ModelShape& m = sc.model;
+  if (m.is_moe())
+    out += fmt::format("  experts            {} routed ({} per token) + {} shared of {}, {} dense layers first, "
+                       "{:.2f} B active parameters{}\n", m.experts, m.active_experts, m.shared_experts,
+                       m.expert_ffn_hidden, m.dense_layers, m.active_params() / 1e9, m.is_mla() ? ", MLA attention" : "");
   out += fmt::format("  model              {} layers, hidden {}, {} heads ({} kv), {} FFN {}, vocab {}, seq {}, "
                      "{} positions, {:.2f} B parameters\n",
                      m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),

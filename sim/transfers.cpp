@@ -60,6 +60,31 @@ void lower_hierarchical(CommKind kind, double bytes, const RingSet& rings, const
   }
 }
 
+// All-to-all: every rank sends `share` (S/n) to every other, all at once. Inside one node, one
+// flow per pair. Across nodes (equal members per node, contiguous in the first ring) as NCCL's
+// PXN and DeepSeek's DeepEP route it: what a rank sends to another node goes in one flow to the
+// member of that node with the same in-node index (network traffic stays on its rail), which
+// forwards it over NVLink; by symmetry each rank forwards (nodes - 1) shares to each local peer,
+// so its flow to a local peer carries nodes shares. Same network bytes as all pairs, fewer flows.
+void lower_all_to_all(double share, const RingSet& rings, std::vector<HopFlow>& hops) {
+  const std::vector<int>& members = rings.rings.front();
+  const int m = rings.members_per_node, nodes = rings.nodes();
+  if (m == 0 || nodes < 2) {
+    for (int a : members)
+      for (int b : members)
+        if (a != b) hops.push_back(HopFlow{a, b, share});
+    return;
+  }
+  for (int u = 0; u < nodes; ++u)
+    for (int i = 0; i < m; ++i) {
+      const int a = members[u * m + i];
+      for (int v = 0; v < nodes; ++v)
+        if (v != u) hops.push_back(HopFlow{a, members[v * m + i], m * share});
+      for (int j = 0; j < m; ++j)
+        if (j != i) hops.push_back(HopFlow{a, members[u * m + j], nodes * share});
+    }
+}
+
 }  // namespace
 
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
@@ -74,11 +99,8 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
     return;
   }
   const int n = rings.members();
-  if (kind == CommKind::all_to_all) {  // every rank sends S/n to every other, all at once
-    const std::vector<int>& members = rings.rings.front();
-    for (int a : members)
-      for (int b : members)
-        if (a != b) hops.push_back(HopFlow{a, b, bytes / n / cost.wire_factor});
+  if (kind == CommKind::all_to_all) {
+    lower_all_to_all(bytes / n / cost.wire_factor, rings, hops);
     return;
   }
   const double hop_bytes =

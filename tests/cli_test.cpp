@@ -95,6 +95,18 @@ TEST_CASE("the workstation scenario that does not fit says so", "[cli]") {
   CHECK_THAT(fits.out, Catch::Contains("\"oom\": false"));
 }
 
+TEST_CASE("the DeepSeek-R1 scenario runs end to end with expert parallelism across nodes", "[cli][moe]") {
+  const Outcome o = run_dtsim("run " + scenario("deepseek-r1-256xh100.ini"));
+  REQUIRE(o.status == 0);
+  CHECK_THAT(o.out, Catch::Contains("TP 1 PP 8 DP 32 (EP 32)"));
+  CHECK_THAT(o.out, Catch::Contains("256 routed (8 per token)"));
+  CHECK_THAT(o.out, !Catch::Contains("OUT OF MEMORY"));
+  // Without EP every GPU holds all 256 experts of its stage: far beyond 80 GB.
+  const Outcome dense = run_dtsim("run " + scenario("deepseek-r1-256xh100.ini") + " --parallel.ep=1");
+  REQUIRE(dense.status == 0);
+  CHECK_THAT(dense.out, Catch::Contains("OUT OF MEMORY"));
+}
+
 TEST_CASE("bad input gets one clear message and status 2 and leaves no file", "[cli]") {
   const std::string tiny = scenario("tests/tiny-pipeline.ini");
   expect_input_error("run /no/such/file.ini", "/no/such/file.ini");
@@ -249,8 +261,8 @@ TEST_CASE("dtsim fit and advise reject bad input with status 2", "[cli]") {
       {"advise --model gpt-1.7b --gpus A100,Voodoo2", "Voodoo2"},
       {"advise --model gpt-1.7b --gpus A100 --price H100=2", "not one of --gpus"},
       {"advise --model gpt-1.7b --gpus A100 --price A100=cheap", "not a number"},
-      {"advise --model deepseek-r1 --gpus H100", "mixture-of-experts models are not simulated yet"},
-      {"run --model.name=deepseek-r1", "expert parallelism"},
+      {"run --model.name=deepseek-r1 --parallel.ep=3", "must divide parallel.dp = 8"},
+      {"run --parallel.ep=2", "has no experts"},
   };
   for (const auto& c : cases) {
     const fs::path out = scratch() / "never-advise.h5";

@@ -62,13 +62,16 @@ void LayerOps::leave_tp_region(std::vector<OpSpec>& ops) const {
 
 double LayerOps::checkpoint_bytes() const { return e() * sharded_tokens() * model_.hidden; }
 
-std::vector<OpSpec> LayerOps::layer_forward(bool materialized) const {
+std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const {
   const Recompute recompute = materialized ? Recompute::none : plan_.recompute;
   const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, s = model_.seq_len, b = plan_.micro_batch;
-  const double d = model_.head_dim();
+  // Per-head query/key and value dimensions (MLA: nope + rope and v_head_dim; keys per query head).
+  const bool mla = model_.is_mla();
+  const double d_qk = mla ? model_.nope_head_dim + model_.rope_head_dim : model_.head_dim();
+  const double d_v = mla ? model_.v_head_dim : model_.head_dim();
   const double heads = static_cast<double>(model_.heads) / t();
-  const double kv_heads = std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / t());
-  const double q_n = heads * d, kv_n = kv_heads * d;
+  const double kv_heads = mla ? heads : std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / t());
+  const double q_n = heads * d_qk, k_n = kv_heads * d_qk, v_n = kv_heads * d_v, o_n = heads * d_v;
   const double f = model_.ffn_or_default() / static_cast<double>(t());
   const double up = model_.ffn == FfnKind::swiglu ? 2 * f : f;
   const double scores = b * heads * s * s;  // attention score elements on this rank
@@ -85,25 +88,29 @@ std::vector<OpSpec> LayerOps::layer_forward(bool materialized) const {
 
   ops.push_back(layernorm(OpKind::layernorm));
   enter_tp_region(ops);
-  OpSpec qkv = gemm(OpKind::qkv_proj, T, q_n + 2 * kv_n, h);
-  qkv.column_parallel = true;
-  keep(qkv, e() * Ts * h);  // with SP the sharded input is kept and gathered again for backward
-  if (fused_attention(plan_.attention)) {
-    OpSpec fa = gemm(OpKind::flash_attention, s, s, d, b * heads);
-    fa.flops = 4 * b * heads * s * s * d;
-    fa.bytes = e() * T * (2 * q_n + 2 * kv_n);
-    fa.backward_bytes = 2.5 * fa.bytes;
-    keep(fa, e() * T * (q_n + 2 * kv_n) + 4 * b * heads * s);  // Q, K, V and the log-sum-exp
+  if (mla) {
+    for (const OpSpec& op : mla_projections()) ops.push_back(op);
   } else {
-    keep(gemm(OpKind::attn_scores, s, s, d, b * heads), e() * T * (q_n + kv_n));  // Q and K
+    OpSpec qkv = gemm(OpKind::qkv_proj, T, q_n + k_n + v_n, h);
+    qkv.column_parallel = true;
+    keep(qkv, e() * Ts * h);  // with SP the sharded input is kept and gathered again for backward
+  }
+  if (fused_attention(plan_.attention)) {
+    OpSpec fa = gemm(OpKind::flash_attention, s, s, d_qk, b * heads);
+    fa.flops = 2 * b * heads * s * s * (d_qk + d_v);
+    fa.bytes = e() * T * (q_n + k_n + v_n + o_n);
+    fa.backward_bytes = 2.5 * fa.bytes;
+    keep(fa, e() * T * (q_n + k_n + v_n) + 4 * b * heads * s);  // Q, K, V and the log-sum-exp
+  } else {
+    keep(gemm(OpKind::attn_scores, s, s, d_qk, b * heads), e() * T * (q_n + k_n));  // Q and K
     core(elementwise(OpKind::softmax, 2 * e() * scores, 3 * e() * scores, 5 * scores), e() * scores);
     if (plan_.dropout)
       core(elementwise(OpKind::attn_dropout, (2 * e() + 1) * scores, (2 * e() + 1) * scores, 2 * scores), scores);
-    OpSpec context = gemm(OpKind::attn_context, s, d, s, b * heads);
+    OpSpec context = gemm(OpKind::attn_context, s, d_v, s, b * heads);
     context.attention_core = true;
-    keep(context, (recompute == Recompute::selective ? 0 : e() * scores) + e() * T * kv_n);  // probs, V
+    keep(context, (recompute == Recompute::selective ? 0 : e() * scores) + e() * T * v_n);  // probs, V
   }
-  keep(gemm(OpKind::out_proj, T, h, q_n), e() * T * q_n);
+  keep(gemm(OpKind::out_proj, T, h, o_n), e() * T * o_n);
   if (!model_.parallel_block) {
     leave_tp_region(ops);
     keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
@@ -114,14 +121,18 @@ std::vector<OpSpec> LayerOps::layer_forward(bool materialized) const {
   if (model_.parallel_block) norm2.saved = 0;  // its input is the layer input, already kept
   ops.push_back(norm2);
   enter_tp_region(ops);
-  OpSpec fc1 = gemm(OpKind::fc1, T, up, h);
-  fc1.column_parallel = true;
-  keep(fc1, e() * Ts * h);
-  if (model_.ffn == FfnKind::swiglu)
-    keep(elementwise(OpKind::activation, 3 * e() * T * f, 5 * e() * T * f, 6 * T * f), e() * T * up);
-  else
-    keep(elementwise(OpKind::activation, 2 * e() * T * f, 3 * e() * T * f, 8 * T * f), e() * T * up);
-  keep(gemm(OpKind::fc2, T, h, f), e() * T * f);
+  if (model_.is_moe() && layer >= model_.dense_layers) {
+    for (const OpSpec& op : moe_mlp()) ops.push_back(op);
+  } else {
+    OpSpec fc1 = gemm(OpKind::fc1, T, up, h);
+    fc1.column_parallel = true;
+    keep(fc1, e() * Ts * h);
+    if (model_.ffn == FfnKind::swiglu)
+      keep(elementwise(OpKind::activation, 3 * e() * T * f, 5 * e() * T * f, 6 * T * f), e() * T * up);
+    else
+      keep(elementwise(OpKind::activation, 2 * e() * T * f, 3 * e() * T * f, 8 * T * f), e() * T * up);
+    keep(gemm(OpKind::fc2, T, h, f), e() * T * f);
+  }
   leave_tp_region(ops);
   keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
        mask * Ts * h);
@@ -171,6 +182,12 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
   const double bytes = e() * tokens() * model_.hidden;
   std::vector<OpSpec> ops;
   for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+    if (it->comm == CommKind::all_to_all) {  // MoE: the gradients go back the way the tokens came
+      OpSpec op = *it;
+      op.saved = 0;
+      ops.push_back(op);
+      continue;
+    }
     if (it->comm != CommKind::none) {
       // SP: an all-gather's conjugate is a reduce-scatter and vice versa; an all-reduce leaving a
       // row-parallel region is an identity backward (its input-side twin is emitted below).

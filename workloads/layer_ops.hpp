@@ -3,6 +3,8 @@
 // Sec. 4: s*b*h*(34 + 5*a*s/h) bytes per layer without parallelism or recomputation), and the
 // Megatron tensor-parallel collectives between them (all-reduce, or all-gather/reduce-scatter
 // with sequence parallelism). backward_of() turns a forward list into its backward list.
+// Multi-head latent attention (mla_ops.cpp) and mixture-of-experts MLPs (moe_ops.cpp) replace
+// the QKV projection and the MLP of the layers that have them.
 #pragma once
 #include <vector>
 
@@ -16,17 +18,18 @@ class LayerOps {
  public:
   LayerOps(const ModelShape& model, const ParallelPlan& plan) : model_(model), plan_(plan) {}
 
-  // One transformer layer; with selective recomputation the attention core keeps nothing of
-  // its own, with full recomputation only the layer input is kept. materialized: what the layer
-  // keeps when it is (re)computed for its backward pass, as without recomputation.
-  std::vector<OpSpec> layer_forward(bool materialized = false) const;
+  // Transformer layer `layer` (global index: an MoE model's first dense_layers are dense); with
+  // selective recomputation the attention core keeps nothing of its own, with full recomputation
+  // only the layer input is kept. materialized: what the layer keeps when it is (re)computed for
+  // its backward pass, as without recomputation.
+  std::vector<OpSpec> layer_forward(int layer, bool materialized = false) const;
   std::vector<OpSpec> embedding_forward() const;
   std::vector<OpSpec> head_forward() const;
   // The ops that selective recomputation reruns before the backward pass of the layer, from the
   // materialized layer (with what they keep).
   std::vector<OpSpec> attention_core(const std::vector<OpSpec>& layer) const;
-  // Reversed, with backward kernels (GEMMs: input and weight gradients, twice the FLOPs) and the
-  // conjugate TP collectives.
+  // Reversed, with backward kernels (GEMMs: input and weight gradients, twice the FLOPs), the
+  // conjugate TP collectives and the MoE all-to-alls again.
   std::vector<OpSpec> backward_of(const std::vector<OpSpec>& forward) const;
 
   // Activation bytes a full-recompute checkpoint keeps: the layer input.
@@ -46,6 +49,12 @@ class LayerOps {
   // one (all-reduce, or SP reduce-scatter); none when tp = 1.
   void enter_tp_region(std::vector<OpSpec>& ops) const;
   void leave_tp_region(std::vector<OpSpec>& ops) const;
+  // MLA's low-rank query and key/value projections with what they keep (mla_ops.cpp).
+  std::vector<OpSpec> mla_projections() const;
+  // An MoE layer's MLP inside the TP region: router, gating, dispatch, local experts, combine,
+  // shared experts, with what they keep (moe_ops.cpp).
+  std::vector<OpSpec> moe_mlp() const;
+  OpSpec ep_all_to_all(OpKind kind, double bytes) const;
 
   const ModelShape& model_;
   const ParallelPlan& plan_;

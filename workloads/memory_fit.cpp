@@ -4,8 +4,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/base/error.hpp"
+#include "workloads/layer_ops.hpp"
 
 namespace dtsim {
 namespace {
@@ -38,6 +40,25 @@ double layer_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t
     case Recompute::none: break;
   }
   return s.sequence_parallel ? sbh / t * (34 + attn) : sbh * (10 + 24.0 / t + attn / t);
+}
+
+// MoE and MLA layers (Korthikanti's form is for dense multi-head layers): what the kernels of a
+// layer keep (workloads/layer_ops, standard attention with dropout), the larger of a dense and
+// an MoE layer (the most loaded stage holds only MoE layers).
+double kernel_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t) {
+  ParallelPlan plan;
+  plan.tp = t, plan.ep = s.ep, plan.micro_batch = s.micro_batch, plan.recompute = s.recompute;
+  plan.sequence_parallel = s.sequence_parallel;
+  ModelShape shape = m;
+  shape.seq_len = s.seq_len;
+  const LayerOps ops(shape, plan);
+  double most = 0;
+  for (int l : {0, std::min(m.dense_layers, m.layers - 1)}) {
+    double sum = 0;
+    for (const OpSpec& op : ops.layer_forward(l)) sum += op.saved;
+    most = std::max(most, sum);
+  }
+  return most;
 }
 
 template <class Need>
@@ -114,20 +135,47 @@ MemoryNeed inference_memory(const ModelShape& m, const InferenceSetup& s, int tp
 
 MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp) {
   MemoryNeed n;
-  const double p = m.total_params() / (tp * pp);
-  const auto share = [&](int stage) { return s.zero_stage >= stage ? dp : 1; };
-  n.items.push_back({"weights", 2 * p / share(3), fmt::format("bf16, / (tp x pp){}", s.zero_stage >= 3 ? " x dp (ZeRO-3)" : "")});
-  n.items.push_back({"gradients", 2 * p / share(2), fmt::format("bf16, / (tp x pp){}", s.zero_stage >= 2 ? " x dp (ZeRO-2)" : "")});
-  n.items.push_back({"optimizer", 12 * p / share(1),
-                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / (tp x pp){}",
-                                 s.zero_stage >= 1 ? " x dp (ZeRO-1)" : "")});
+  // Stages split evenly (layers, or layers + 2 counting the embedding and the head); otherwise the
+  // most loaded stage of the uneven split dtsim advise gives: ceil((layers + 2) / pp) layers,
+  // their parameters and activations.
+  const bool even = m.layers % pp == 0 || (m.layers + 2) % pp == 0;
+  const double layers = even ? static_cast<double>(m.layers) / pp : std::ceil((m.layers + 2.0) / pp);
+  const double stage_share = layers * pp / m.layers;  // of the layers' parameters, relative to 1/pp
+  // Routed experts: / ep more, and their sharded state over the dp / ep ranks holding them.
+  const double routed = static_cast<double>(m.moe_layers()) * m.experts * m.expert_params();
+  const double others = m.total_params() - m.transformer_params();
+  const double p = ((m.transformer_params() - routed) * stage_share + others) / (tp * pp);
+  const double pe = routed * stage_share / (static_cast<double>(tp) * pp * s.ep);
+  const int edp = std::max(1, dp / s.ep);
+  const auto bytes = [&](double per_param, int stage) {
+    return per_param * (s.zero_stage >= stage ? p / dp + pe / edp : p + pe);
+  };
+  const std::string experts = m.is_moe() ? fmt::format("; routed experts / ep = {}", s.ep) : "";
+  n.items.push_back({"weights", bytes(2, 3),
+                     fmt::format("bf16, / (tp x pp){}{}", s.zero_stage >= 3 ? " x dp (ZeRO-3)" : "", experts)});
+  n.items.push_back({"gradients", bytes(2, 2),
+                     fmt::format("bf16, / (tp x pp){}{}", s.zero_stage >= 2 ? " x dp (ZeRO-2)" : "", experts)});
+  n.items.push_back({"optimizer", bytes(12, 1),
+                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / (tp x pp){}{}",
+                                 s.zero_stage >= 1 ? " x dp (ZeRO-1)" : "", experts)});
   const int in_flight = s.micro_batches > 0 ? std::min(pp, s.micro_batches) : pp;
-  const double layers = static_cast<double>(m.layers) / pp;
   const double logits = pp == 1 ? 4.0 * s.seq_len * s.micro_batch * m.vocab / tp : 0;
-  n.items.push_back({"activations", layers * in_flight * layer_activation_bytes(m, s, tp) + logits,
-                     fmt::format("Korthikanti et al. 2022, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
-                                 "flight (1F1B){}", recompute_name(s.recompute), s.sequence_parallel ? " + SP" : "",
-                                 layers, in_flight, pp == 1 ? " + fp32 logits 4sbV/t" : "")});
+  const bool kernels = m.is_moe() || m.is_mla();
+  const auto per_layer = [&](const TrainingSetup& setup) {
+    return kernels ? kernel_activation_bytes(m, setup, tp) : layer_activation_bytes(m, setup, tp);
+  };
+  // With recomputation the backward of each layer first reruns its forward (full: the layer,
+  // selective: the attention core), so one layer's activations as without recomputation live
+  // next to the checkpoints (Korthikanti et al. 2022 Sec. 4.1, the rematerialized layer).
+  TrainingSetup materialized = s;
+  materialized.recompute = Recompute::none;
+  const double rematerialized = s.recompute == Recompute::none ? 0 : per_layer(materialized) - per_layer(s);
+  n.items.push_back({"activations", layers * in_flight * per_layer(s) + rematerialized + logits,
+                     fmt::format("{}, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
+                                 "flight (1F1B){}{}", kernels ? "what the MoE/MLA kernels keep" : "Korthikanti et al. 2022",
+                                 recompute_name(s.recompute), s.sequence_parallel ? " + SP" : "",
+                                 layers, in_flight, s.recompute == Recompute::none ? "" : " + one rematerialized layer",
+                                 pp == 1 ? " + fp32 logits 4sbV/t" : "")});
   n.items.push_back({"overhead", kRuntimeOverheadBytes, "CUDA context, kernels, cuBLAS/NCCL workspaces (1 GiB)"});
   return n;
 }

@@ -52,6 +52,7 @@ struct TrainingSetup {
   int zero_stage = 1;
   bool sequence_parallel = false;
   int micro_batches = 0;  // per step; 0 = at least pp (a full 1F1B pipeline)
+  int ep = 1;             // expert parallelism (MoE): routed experts / ep per GPU, their state / (dp / ep)
 };
 
 // A model-parallel split and what it needs per GPU.

@@ -98,6 +98,34 @@ int ParallelPlan::chunk_first_layer(int stage, int chunk) const {
   return (chunk * pp + stage) * chunk_layers(stage);  // interleaving requires equal stages
 }
 
+namespace {
+
+// parallel.ep against the model's experts and the DP size.
+void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model) {
+  if (plan.ep < 1) throw InputError(fmt::format("parallel.ep = {}: must be >= 1", plan.ep));
+  if (!model.is_moe()) {
+    if (plan.ep != 1)
+      throw InputError(fmt::format("parallel.ep = {}: model {} has no experts (model.experts = 0); expert parallelism "
+                                   "needs a mixture-of-experts model, so set parallel.ep = 1", plan.ep, model.name));
+    return;
+  }
+  if (plan.dp % plan.ep != 0)
+    throw InputError(fmt::format("parallel.ep = {}: must divide parallel.dp = {} (the expert-parallel ranks are carved "
+                                 "out of the data-parallel replicas)", plan.ep, plan.dp));
+  if (model.experts % plan.ep != 0)
+    throw InputError(fmt::format("parallel.ep = {}: model.experts = {} is not divisible by it (every expert-parallel "
+                                 "rank holds experts / ep of them)", plan.ep, model.experts));
+  if (model.expert_ffn_hidden % plan.tp != 0)
+    throw InputError(fmt::format("parallel.tp = {}: model.expert_ffn_hidden = {} is not divisible by it (experts are "
+                                 "split over TP like the dense MLP)", plan.tp, model.expert_ffn_hidden));
+  if (plan.zero_stage == 3)
+    throw InputError(fmt::format("parallel.zero_stage = {}: ZeRO-3 (FSDP) of a mixture-of-experts model is not "
+                                 "simulated (its per-layer gathers would need the expert shards); use 0, 1 or 2",
+                                 plan.zero_stage));
+}
+
+}  // namespace
+
 void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   auto positive = [](int v, const char* key) {
     if (v < 1) throw InputError(fmt::format("{} = {}: must be >= 1", key, v));
@@ -124,6 +152,7 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (model.ffn_or_default() % plan.tp != 0)
     throw InputError(fmt::format("parallel.tp = {}: model.ffn_hidden = {} is not divisible by it", plan.tp,
                                  model.ffn_or_default()));
+  validate_expert_parallel(plan, model);
   const std::int64_t replica_batch = std::int64_t{plan.micro_batch} * plan.dp;
   if (plan.global_batch % replica_batch != 0)
     throw InputError(fmt::format(
@@ -145,7 +174,7 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   // Model FLOPs of the step (GEMMs 6 x parameters x tokens, attention 12 x layers x hidden x seq_len
   // per token, a third more with recompute), per GPU: bounds every simulated time.
   const double step_tokens = static_cast<double>(plan.global_batch) * model.seq_len;
-  const double step_flops = (6 * model.total_params() + 12.0 * model.layers * model.hidden * model.seq_len) *
+  const double step_flops = (6 * (model.is_moe() ? model.active_params() : model.total_params()) + 12.0 * model.layers * model.hidden * model.seq_len) *
                             step_tokens * (plan.recompute == Recompute::none ? 1.0 : 4.0 / 3.0);
   if (!(step_flops / num_gpus <= limits::kMaxStepFlopsPerGpu))
     throw InputError(fmt::format(

@@ -1,4 +1,4 @@
-// The parallel layout and training setup of a job: TP x PP x DP, micro-batches, pipeline stage
+// The parallel layout and training setup of a job: TP x PP x DP (and EP within DP), micro-batches, pipeline stage
 // sizes and schedule, sequence parallelism, ZeRO stage / FSDP, DP overlap, recomputation,
 // attention kernel, precision, and the mapping of ranks onto GPUs.
 #pragma once
@@ -35,6 +35,10 @@ struct RankCoords {
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1;
+  // Expert parallelism (mixture-of-experts models): the routed experts of a layer are sharded over
+  // ep consecutive DP ranks (carved out of DP, as Megatron-LM and DeepSpeed do), which exchange
+  // tokens by all-to-all; ep divides dp and the expert count.
+  int ep = 1;
   int micro_batch = 1;               // sequences per micro-batch
   int global_batch = 1;              // sequences per step, = micro_batch x dp x micro-batches
   // 0: DP all-reduce; 1: optimizer state sharded (= Megatron's distributed optimizer);
@@ -59,6 +63,8 @@ struct ParallelPlan {
   std::array<char, 3> order = {'t', 'd', 'p'};
 
   int num_ranks() const { return tp * pp * dp; }
+  // DP ranks holding the same experts: the group that reduces the experts' gradients.
+  int expert_dp() const { return dp / ep; }
   int micro_batches() const { return global_batch / (micro_batch * dp); }
   RankCoords coords(int rank) const;
   int rank_of(RankCoords c) const;

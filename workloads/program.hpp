@@ -19,7 +19,9 @@ constexpr int kNumStreams = 5;
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
 enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv, broadcast, all_to_all };
 // embedding: the first and last pipeline stages, which both hold the tied word embedding.
-enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding };
+// ep: the expert-parallel group (parallel.ep consecutive DP ranks) of the MoE all-to-alls;
+// expert_dp: the DP ranks holding the same experts (dp / ep of them), which reduce their gradients.
+enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding, ep, expert_dp };
 enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activations, buffers };
 constexpr int kNumMemCategories = 5;
 
@@ -27,9 +29,13 @@ enum class OpKind : std::int16_t {
   embedding, embedding_norm, layernorm, qkv_proj, attn_scores, softmax, attn_dropout, attn_context,
   flash_attention, out_proj, dropout_residual, fc1, activation, fc2, final_norm, lm_head, loss,
   tp_all_reduce, tp_all_gather, tp_reduce_scatter, pp_send, pp_recv, pp_all_gather, dp_all_reduce, dp_reduce_scatter,
-  dp_all_gather, param_all_gather, optimizer_step, embedding_all_reduce, grad_accumulate
+  dp_all_gather, param_all_gather, optimizer_step, embedding_all_reduce, grad_accumulate,
+  // Multi-head latent attention (mla_ops) and mixture-of-experts layers (moe_ops).
+  mla_down_proj, latent_norm, mla_q_up, mla_kv_up, router, gating, moe_permute, moe_dispatch, expert_fc1,
+  expert_activation, expert_fc2, moe_combine, moe_unpermute, shared_fc1, shared_activation, shared_fc2,
+  expert_dp_all_reduce, expert_dp_reduce_scatter, expert_dp_all_gather
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::grad_accumulate) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::expert_dp_all_gather) + 1;
 
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {

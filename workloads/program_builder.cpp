@@ -10,6 +10,7 @@
 #include <initializer_list>
 
 #include "workloads/layer_ops.hpp"
+#include "workloads/layer_params.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/program.hpp"
 
@@ -144,7 +145,7 @@ class StageBuilder {
     for (int l = begin; l < begin + count; ++l) {
       const int first_op = p_.size();
       const int before = prev;
-      prev = chain(ops_.layer_forward(), Phase::forward, l, mb, prev, gathered);
+      prev = chain(ops_.layer_forward(l), Phase::forward, l, mb, prev, gathered);
       if (recv >= 0) {
         on_end(first_op, MemCategory::buffers, -activation_bytes());
         recv = -1;
@@ -163,8 +164,8 @@ class StageBuilder {
   // attention core right before its backward), then the backward kernels. Frees what the
   // forward and the recomputation kept. Returns the last op.
   int layer_backward(int l, int mb, int prev, int gathered) {
-    const std::vector<OpSpec> fwd = ops_.layer_forward();
-    const std::vector<OpSpec> materialized = ops_.layer_forward(true);
+    const std::vector<OpSpec> fwd = ops_.layer_forward(l);
+    const std::vector<OpSpec> materialized = ops_.layer_forward(l, true);
     const std::vector<OpSpec> bwd = ops_.backward_of(materialized);
     double freed = kept(fwd);
     if (plan_.recompute == Recompute::full) {
@@ -212,8 +213,9 @@ class StageBuilder {
         on_end(prev, MemCategory::buffers, -layer_param_bytes());
         if (l > begin) gathered = gather_layer(Phase::backward, l - 1, mb, before);
       }
-      prev = accumulate_gradients(model_.params_per_layer(), l, mb, prev);
-      if (reduce) add_gradients(model_.params_per_layer(), prev);
+      const LayerParams grads = layer_params(model_, plan_, l);
+      prev = accumulate_gradients(grads.replicated + grads.experts, l, mb, prev);
+      if (reduce) add_layer_gradients(l, prev);
     }
     if (first_chunk(pass.chunk)) {
       const std::vector<OpSpec> emb = ops_.embedding_forward();
@@ -248,16 +250,35 @@ class StageBuilder {
     bucket_ready_ = ready;
     if (sharded_params() || bucket_bytes_ >= plan_.dp_bucket_bytes) flush_bucket();
   }
+  // A layer's gradients: the replicated part into the DP bucket, the EP shard's experts into the
+  // expert-DP bucket (nothing to reduce when every DP rank holds other experts: ep = dp).
+  void add_layer_gradients(int layer, int ready) {
+    const LayerParams params = layer_params(model_, plan_, layer);
+    add_gradients(params.replicated, ready);
+    if (params.experts == 0 || plan_.expert_dp() == 1) return;
+    expert_bucket_bytes_ += e() * params.experts / t();
+    expert_bucket_ready_ = ready;
+    if (expert_bucket_bytes_ >= plan_.dp_bucket_bytes) flush_expert_bucket();
+  }
   void flush_bucket() {
+    flush_expert_bucket();
     if (bucket_bytes_ == 0) return;
     reduce_gradients(bucket_bytes_, bucket_ready_);
     bucket_bytes_ = 0;
   }
-  void reduce_gradients(double bytes, int after) {
+  void flush_expert_bucket() {
+    if (expert_bucket_bytes_ == 0) return;
+    reduce_gradients(expert_bucket_bytes_, expert_bucket_ready_, true);
+    expert_bucket_bytes_ = 0;
+  }
+  void reduce_gradients(double bytes, int after, bool experts = false) {
+    const Group g = experts ? Group::expert_dp : Group::dp;
     if (plan_.zero_stage == 0)
-      add(comm(OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, Group::dp, bytes), Phase::backward, -1, -1, {after});
+      add(comm(experts ? OpKind::expert_dp_all_reduce : OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, g, bytes),
+          Phase::backward, -1, -1, {after});
     else
-      add(comm(OpKind::dp_reduce_scatter, Stream::dp, CommKind::reduce_scatter, Group::dp, bytes), Phase::backward, -1, -1, {after});
+      add(comm(experts ? OpKind::expert_dp_reduce_scatter : OpKind::dp_reduce_scatter, Stream::dp,
+               CommKind::reduce_scatter, g, bytes), Phase::backward, -1, -1, {after});
   }
 
   int last_compute() const {
@@ -274,17 +295,27 @@ class StageBuilder {
     return model_.tied_embeddings && plan_.pp > 1 ? static_cast<double>(model_.vocab) * model_.hidden : 0;
   }
   double local_params() const {
-    double params = plan_.stage_layers[stage_] * model_.params_per_layer();
+    double params = layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).replicated;
     if (stage_ == 0) params += model_.embedding_params();
     if (stage_ == plan_.pp - 1) params += model_.head_params() + model_.final_norm_params() + tied_copy_params();
     return params / t();
   }
 
+  // The routed experts of this EP rank on this stage, split over TP.
+  double local_expert_params() const {
+    return layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).experts / t();
+  }
+  bool reduce_experts() const { return local_expert_params() > 0 && plan_.expert_dp() > 1; }
+
   void optimizer() {
-    const double params = local_params();
+    const double params = local_params(), experts = local_expert_params(), edp = plan_.expert_dp();
     int prev = last_compute();
-    // Gradients not reduced during the backward pass are reduced now, in one collective.
-    if (plan_.dp > 1 && !plan_.dp_overlap && plan_.zero_stage < 2) reduce_gradients(e() * params, prev);
+    // Gradients not reduced during the backward pass are reduced now, in one collective (and one
+    // over the expert-DP group for the experts).
+    if (plan_.dp > 1 && !plan_.dp_overlap && plan_.zero_stage < 2) {
+      reduce_gradients(e() * params, prev);
+      if (reduce_experts()) reduce_gradients(e() * experts, prev, true);
+    }
     // Tied embeddings over a pipeline: the first and last stages sum their word-embedding
     // gradients (Megatron's embedding group).
     if (model_.tied_embeddings && plan_.pp > 1 && (stage_ == 0 || stage_ == plan_.pp - 1))
@@ -296,7 +327,7 @@ class StageBuilder {
     // accumulate into it), unscale and check it for inf/NaN under fp16 loss scaling (4 + 4), its
     // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 28), and the copy
     // back to the low-precision weights (4 + e).
-    const double shard = plan_.zero_stage >= 1 ? params / plan_.dp : params;
+    const double shard = plan_.zero_stage >= 1 ? params / plan_.dp + experts / edp : params + experts;
     const double grad_copy = plan_.fused_grad_accumulation ? 0 : e() + 4;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
@@ -306,13 +337,20 @@ class StageBuilder {
     if (plan_.dp > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
       add(comm(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params), Phase::optimizer, -1, -1,
           {prev});
+    if (reduce_experts() && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
+      add(comm(OpKind::expert_dp_all_gather, Stream::dp, CommKind::all_gather, Group::expert_dp, e() * experts),
+          Phase::optimizer, -1, -1, {prev});
   }
 
   void static_memory() {
-    const double params = local_params(), dp = plan_.dp;
-    p_.static_bytes[static_cast<int>(MemCategory::weights)] = e() * params / (plan_.zero_stage >= 3 ? dp : 1);
-    p_.static_bytes[static_cast<int>(MemCategory::gradients)] = e() * params / (plan_.zero_stage >= 2 ? dp : 1);
-    p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = 12 * params / (plan_.zero_stage >= 1 ? dp : 1);
+    // Expert state is sharded over the expert-DP group (ZeRO-3 of experts is refused by validate_plan).
+    const double params = local_params(), dp = plan_.dp, experts = local_expert_params(), edp = plan_.expert_dp();
+    const auto share = [&](double bytes_per_param, int stage) {
+      return bytes_per_param * (plan_.zero_stage >= stage ? params / dp + experts / edp : params + experts);
+    };
+    p_.static_bytes[static_cast<int>(MemCategory::weights)] = e() * (params / (plan_.zero_stage >= 3 ? dp : 1) + experts);
+    p_.static_bytes[static_cast<int>(MemCategory::gradients)] = share(e(), 2);
+    p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = share(12, 1);
   }
 
   void finish_memory() {
@@ -333,6 +371,8 @@ class StageBuilder {
   std::vector<PendingChange> changes_;
   double bucket_bytes_ = 0;
   int bucket_ready_ = -1;
+  double expert_bucket_bytes_ = 0;
+  int expert_bucket_ready_ = -1;
   int unfinished_send_ = -1;
 };
 

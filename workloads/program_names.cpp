@@ -11,7 +11,10 @@ std::string_view op_kind_name(OpKind k) {
       "attn_context", "flash_attention", "out_proj", "dropout_residual", "fc1", "activation", "fc2",
       "final_norm", "lm_head", "loss", "tp_all_reduce", "tp_all_gather", "tp_reduce_scatter", "pp_send",
       "pp_recv", "pp_all_gather", "dp_all_reduce", "dp_reduce_scatter", "dp_all_gather", "param_all_gather", "optimizer_step",
-      "embedding_all_reduce", "grad_accumulate"};
+      "embedding_all_reduce", "grad_accumulate", "mla_down_proj", "latent_norm", "mla_q_up", "mla_kv_up", "router", "gating",
+      "moe_permute", "moe_dispatch", "expert_fc1", "expert_activation", "expert_fc2", "moe_combine", "moe_unpermute",
+      "shared_fc1", "shared_activation", "shared_fc2", "expert_dp_all_reduce", "expert_dp_reduce_scatter",
+      "expert_dp_all_gather"};
   return names[static_cast<std::size_t>(k)];
 }
 

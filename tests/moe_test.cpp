@@ -1,0 +1,224 @@
+// Mixture-of-experts and MLA layers against their closed forms: a layer's GEMM FLOPs are twice
+// its active linear parameters per token (a step's six times), the dispatch and combine
+// all-to-alls carry tokens x top_k x hidden x bytes of which (ep - 1) / ep leave the rank, expert
+// state is divided by EP (and sharded over dp / ep), the expert-parallel key is checked, and the
+// EP and expert-DP groups meet in the engine.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "sim/base/error.hpp"
+#include "sim/comm_model.hpp"
+#include "sim/engine.hpp"
+#include "sim/transfers.hpp"
+#include "tests/program_helpers.hpp"
+#include "topologies/builders.hpp"
+#include "workloads/layer_params.hpp"
+#include "workloads/memory_fit.hpp"
+#include "workloads/program.hpp"
+
+using namespace dtsim;
+using dtsim::test::plan_of;
+
+namespace {
+
+// DeepSeek-V3's structure at a small size: MLA, 1 dense layer then MoE layers of 8 routed
+// experts (2 per token) and 1 shared expert.
+ModelShape tiny_moe() {
+  ModelShape m;
+  m.name = "tiny-moe";
+  m.layers = 4;
+  m.hidden = 256;
+  m.heads = 4;
+  m.ffn_hidden = 512;
+  m.ffn = FfnKind::swiglu;
+  m.vocab = 1000;
+  m.seq_len = 128;
+  m.tied_embeddings = false;
+  m.position = PositionEmbedding::none;
+  m.bias = false;
+  m.experts = 8;
+  m.active_experts = 2;
+  m.shared_experts = 1;
+  m.expert_ffn_hidden = 128;
+  m.dense_layers = 1;
+  m.q_lora_rank = 64;
+  m.kv_lora_rank = 32;
+  m.nope_head_dim = 32;
+  m.rope_head_dim = 16;
+  m.v_head_dim = 32;
+  return m;
+}
+
+ParallelPlan moe_plan(const ModelShape& m, int dp, int ep, Recompute r = Recompute::none, int zero = 0) {
+  ParallelPlan p = plan_of(1, 1, dp, 1, 2 * dp, r, zero);
+  p.ep = ep;
+  validate_plan(p, m, dp);
+  return p;
+}
+
+// Attention-core GEMM FLOPs of one layer and sequence (QK^T and the context, full s x s).
+double core_flops(const ModelShape& m) {
+  const double s = m.seq_len;
+  return 2 * s * s * m.heads * (m.nope_head_dim + m.rope_head_dim + m.v_head_dim);
+}
+
+// Parameters of an MoE layer that a token multiplies: all but the norms (two layer norms and the
+// two MLA latent norms, 2 values per channel as model.cpp counts them).
+double active_linear_params(const ModelShape& m) {
+  return m.moe_layer_active_params() - 4.0 * m.hidden - 2.0 * (m.q_lora_rank + m.kv_lora_rank);
+}
+
+}  // namespace
+
+TEST_CASE("an MoE layer's forward GEMMs are 2 x active parameters x tokens", "[moe][program]") {
+  const ModelShape m = tiny_moe();
+  for (int ep : {1, 2, 4}) {
+    const Program prog = build_program(m, moe_plan(m, 4, ep));
+    const StageProgram& s = prog.stages[0];
+    double flops = 0;
+    for (int i = 0; i < s.size(); ++i)
+      if (s.layer[i] == 2 && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward && s.gemm_m[i] > 0)
+        flops += s.flops[i];
+    INFO("ep = " << ep);
+    CHECK(flops == Approx(2 * active_linear_params(m) * m.seq_len + core_flops(m)));
+  }
+}
+
+TEST_CASE("a DeepSeek-R1 step is 6 x active parameters x tokens plus attention within 0.1 percent", "[moe][program]") {
+  // Exactly: the embedding lookup and the norms are no GEMMs (0.005 % of the 37 B).
+  const ModelShape& m = find_model("deepseek-r1");
+  ParallelPlan p = plan_of(1, 1, 8, 1, 8, Recompute::full, 1);
+  p.ep = 8;
+  validate_plan(p, m, 8);
+  const Program prog = build_program(m, p);
+  const double tokens = static_cast<double>(p.global_batch) * m.seq_len;
+  const double expected = 6 * m.active_params() * tokens + 3 * core_flops(m) * m.layers * p.global_batch;
+  CHECK(prog.model_flops_per_step == Approx(expected).epsilon(1e-3));
+}
+
+TEST_CASE("the dispatch and combine all-to-alls carry tokens x top_k x hidden x bytes", "[moe][program]") {
+  const ModelShape m = tiny_moe();
+  const int ep = 4;
+  for (Recompute r : {Recompute::none, Recompute::full}) {
+    const Program prog = build_program(m, moe_plan(m, 4, ep, r));
+    const StageProgram& s = prog.stages[0];
+    const double bytes = 2.0 * m.seq_len * m.active_experts * m.hidden;
+    std::map<Phase, int> per_phase;
+    for (int i = 0; i < s.size(); ++i) {
+      if (s.comm[i] != CommKind::all_to_all) continue;
+      CHECK(s.group[i] == Group::ep);
+      CHECK(s.bytes[i] == Approx(bytes));
+      if (s.layer[i] == 2 && s.micro_batch[i] == 0) ++per_phase[s.phase[i]];
+    }
+    // Dispatch and combine in the forward pass, both again in the backward pass and, with full
+    // recomputation, in the recomputed forward.
+    CHECK(per_phase[Phase::forward] == 2);
+    CHECK(per_phase[Phase::backward] == 2);
+    CHECK(per_phase[Phase::recompute] == (r == Recompute::full ? 2 : 0));
+  }
+  // Lowered, each rank sends S / ep to each of the ep - 1 others: S (ep - 1) / ep leaves it.
+  RingSet rings;
+  rings.rings = {{0, 1, 2, 3}};
+  std::vector<HopFlow> hops;
+  lower_collective(CommKind::all_to_all, 1e6, rings, CollectiveCost{}, hops);
+  double from_0 = 0;
+  for (const HopFlow& h : hops) from_0 += h.src_gpu == 0 ? h.bytes : 0;
+  CHECK(hops.size() == 12);
+  CHECK(from_0 == Approx(1e6 * 3 / 4));
+  // Across two nodes of two: rank 0 sends what node 1 gets (2 x S/4) in one flow to its rail peer
+  // 2, the network bytes of all pairs, and 2 x S/4 to its local peer 1 (its own share and the one
+  // it forwards from 2).
+  rings.members_per_node = 2;
+  lower_collective(CommKind::all_to_all, 1e6, rings, CollectiveCost{}, hops);
+  CHECK(hops.size() == 8);
+  std::map<int, double> to;
+  for (const HopFlow& h : hops)
+    if (h.src_gpu == 0) to[h.dst_gpu] += h.bytes;
+  CHECK(to.size() == 2);
+  CHECK(to[2] == Approx(1e6 / 2));
+  CHECK(to[1] == Approx(1e6 / 2));
+}
+
+TEST_CASE("expert weights and gradients and optimizer state are divided by EP", "[moe][memory]") {
+  const ModelShape m = tiny_moe();
+  const double routed = m.moe_layers() * m.experts * m.expert_params();
+  const double replicated = m.total_params() - routed;
+  const double dp = 4;
+  for (int ep : {1, 2, 4}) {
+    for (int zero : {0, 1, 2}) {
+      const StageProgram& s = build_program(m, moe_plan(m, 4, ep, Recompute::none, zero)).stages[0];
+      const double edp = dp / ep;
+      auto sharded = [&](int stage) { return zero >= stage ? replicated / dp + routed / ep / edp : replicated + routed / ep; };
+      INFO("ep = " << ep << ", zero = " << zero);
+      CHECK(s.static_bytes[static_cast<int>(MemCategory::weights)] == Approx(2 * (replicated + routed / ep)));
+      CHECK(s.static_bytes[static_cast<int>(MemCategory::gradients)] == Approx(2 * sharded(2)));
+      CHECK(s.static_bytes[static_cast<int>(MemCategory::optimizer)] == Approx(12 * sharded(1)));
+      // The static memory model agrees.
+      TrainingSetup t{m.seq_len, 1, Recompute::none, zero, false, 2};
+      t.ep = ep;
+      const MemoryNeed need = training_memory(m, t, 1, 1, 4);
+      CHECK(need.items[0].bytes == Approx(s.static_bytes[static_cast<int>(MemCategory::weights)]));
+      CHECK(need.items[2].bytes == Approx(s.static_bytes[static_cast<int>(MemCategory::optimizer)]));
+    }
+  }
+  CHECK(layer_params(m, moe_plan(m, 4, 4), 0).experts == 0);  // the dense first layer
+  CHECK(layer_params(m, moe_plan(m, 4, 4), 1).experts == Approx(2 * m.expert_params()));
+}
+
+TEST_CASE("parallel.ep must divide dp and the experts and needs an MoE model", "[moe][plan]") {
+  const ModelShape m = tiny_moe();
+  auto check = [&](const ModelShape& model, int dp, int ep, int zero, const char* needle) {
+    ParallelPlan p = plan_of(1, 1, dp, 1, dp, Recompute::none, zero);
+    p.ep = ep;
+    CHECK_THROWS_WITH(validate_plan(p, model, dp), Catch::Contains(needle));
+  };
+  check(m, 4, 3, 0, "parallel.ep = 3: must divide parallel.dp = 4");
+  check(m, 16, 16, 0, "model.experts = 8 is not divisible by it");
+  check(m, 4, 0, 0, "parallel.ep = 0: must be >= 1");
+  check(m, 4, 2, 3, "ZeRO-3");
+  check(find_model("gpt-1.7b"), 4, 2, 0, "has no experts");
+}
+
+TEST_CASE("the EP group exchanges tokens and the expert-DP group reduces expert gradients", "[moe][engine]") {
+  // dp = 4, ep = 2 on two nodes of 2 GPUs: EP groups {0,1} {2,3}, expert-DP groups {0,2} {1,3}.
+  const ModelShape m = tiny_moe();
+  ParallelPlan p = plan_of(1, 1, 4, 1, 8, Recompute::none, 0);
+  p.ep = 2;
+  p.dp_overlap = false;
+  ClusterConfig c;
+  c.nodes = 2;
+  c.gpus_per_node = 2;
+  const ClusterGraph graph = build_cluster(c);
+  validate_plan(p, m, graph.num_gpus());
+  const Program prog = build_program(m, p);
+  Engine engine(prog, graph, find_gpu("A100-SXM4-80GB"), Precision::bf16);
+  MemoryTraceSink sink;
+  const EngineResult r = engine.run(&sink, TraceDetail::all);
+  CHECK(r.summary.step_time_s > 0);
+  std::map<int, std::vector<TimeNs>> dispatch_end, expert_reduce_end;
+  for (const EventRecord& e : sink.events_) {
+    if (e.op == static_cast<int>(OpKind::moe_dispatch)) dispatch_end[e.rank].push_back(e.end_ns);
+    if (e.op == static_cast<int>(OpKind::expert_dp_all_reduce)) expert_reduce_end[e.rank].push_back(e.end_ns);
+  }
+  // 3 MoE layers x 2 micro-batches x (forward + backward) on every rank.
+  for (int rank = 0; rank < 4; ++rank) CHECK(dispatch_end[rank].size() == 12);
+  CHECK(dispatch_end[0] == dispatch_end[1]);  // one collective, ending together
+  CHECK(dispatch_end[2] == dispatch_end[3]);
+  REQUIRE(expert_reduce_end[0].size() == 1);
+  CHECK(expert_reduce_end[0] == expert_reduce_end[2]);
+  CHECK(expert_reduce_end[1] == expert_reduce_end[3]);
+}
+
+TEST_CASE("the memory model sizes an uneven split by its most loaded stage", "[moe][memory]") {
+  // DeepSeek-R1's 61 layers on 8 stages: neither 61 nor 63 divides by 8; the heaviest stage of
+  // dtsim advise's split holds ceil(63 / 8) = 8 layers.
+  const ModelShape& m = find_model("deepseek-r1");
+  TrainingSetup t{m.seq_len, 1, Recompute::full, 0, false, 8};
+  t.ep = 8;
+  const double routed = m.moe_layers() * m.experts * m.expert_params();
+  const double others = m.total_params() - m.transformer_params();
+  const double share = 8.0 * 8 / 61;
+  const double expected = 2 * (((m.transformer_params() - routed) * share + others) / 8 + routed * share / (8 * 8));
+  CHECK(training_memory(m, t, 1, 8, 8).items[0].bytes == Approx(expected));
+}

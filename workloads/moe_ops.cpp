@@ -1,0 +1,63 @@
+// A mixture-of-experts MLP on one rank (DeepSeek-V3 / Megatron-Core's all-to-all token
+// dispatcher): the router GEMM (hidden x experts, replicated over TP) and the gating (scores,
+// top-k, normalisation, fp32); the permutation of the T x top_k token copies by expert; their
+// dispatch by all-to-all over the EP group; the local experts (experts / ep of them) as grouped
+// SwiGLU GEMMs, each expert getting T x top_k x ep / experts tokens on average (balanced
+// routing: every rank receives as many copies as it sends); the combine all-to-all back; the
+// weighted un-permutation; and the shared experts on every token. Expert matrices are split over
+// TP like the dense MLP. The backward pass (layer_ops' backward_of) runs the all-to-alls again.
+// With ep = 1 there is nothing to exchange and the all-to-alls are left out.
+#include "workloads/layer_ops.hpp"
+
+namespace dtsim {
+
+OpSpec LayerOps::ep_all_to_all(OpKind kind, double bytes) const {
+  OpSpec s;
+  s.kind = kind;
+  s.stream = Stream::tp;  // blocks the layer like the TP collectives
+  s.comm = CommKind::all_to_all;
+  s.group = Group::ep;
+  s.bytes = bytes;
+  return s;
+}
+
+std::vector<OpSpec> LayerOps::moe_mlp() const {
+  const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, experts = model_.experts;
+  const double local = experts / plan_.ep;               // experts on this rank
+  const double copies = T * model_.active_experts;       // token copies sent, and received on average
+  const double f = model_.expert_ffn_hidden / static_cast<double>(t());
+  const double shared_f = model_.shared_experts * f;     // the shared experts side by side
+  std::vector<OpSpec> ops;
+  auto keep = [&](OpSpec op, double saved) {
+    op.saved = saved;
+    ops.push_back(op);
+  };
+  // The router reads the normalised input once for all experts; its input gradient is where the
+  // TP partial sums meet when there is no shared expert.
+  OpSpec router = gemm(OpKind::router, T, experts, h);
+  router.column_parallel = model_.shared_experts == 0;
+  keep(router, e() * Ts * h);
+  // Sigmoid/softmax, top-k and the normalisation of the chosen weights: passes over fp32 scores.
+  keep(elementwise(OpKind::gating, 3 * 4 * T * experts, 3 * 4 * T * experts, 10 * T * experts), 4 * T * experts);
+  keep(elementwise(OpKind::moe_permute, 2 * e() * copies * h, 2 * e() * copies * h, 0), 0);
+  if (plan_.ep > 1) ops.push_back(ep_all_to_all(OpKind::moe_dispatch, e() * copies * h));
+  keep(gemm(OpKind::expert_fc1, copies / local, 2 * f, h, local), e() * copies * h);
+  keep(elementwise(OpKind::expert_activation, 3 * e() * copies * f, 5 * e() * copies * f, 6 * copies * f),
+       e() * copies * 2 * f);
+  keep(gemm(OpKind::expert_fc2, copies / local, h, f, local), e() * copies * f);
+  if (plan_.ep > 1) ops.push_back(ep_all_to_all(OpKind::moe_combine, e() * copies * h));
+  // Weighted sum of each token's expert outputs; keeps them for the gradient of the weights.
+  keep(elementwise(OpKind::moe_unpermute, e() * (copies + T) * h, e() * (2 * copies + T) * h, 2 * copies * h),
+       e() * copies * h);
+  if (model_.shared_experts > 0) {
+    OpSpec fc1 = gemm(OpKind::shared_fc1, T, 2 * shared_f, h);
+    fc1.column_parallel = true;
+    keep(fc1, 0);  // its input is the router's, already kept
+    keep(elementwise(OpKind::shared_activation, 3 * e() * T * shared_f, 5 * e() * T * shared_f, 6 * T * shared_f),
+         e() * T * 2 * shared_f);
+    keep(gemm(OpKind::shared_fc2, T, h, shared_f), e() * T * shared_f);
+  }
+  return ops;
+}
+
+}  // namespace dtsim
