@@ -1,5 +1,5 @@
 // Max-min fair flow-level network: incremental component solves by progressive filling, lazy
-// per-flow progress and an ordered set of finish times.
+// per-flow progress and a lazy heap of finish times.
 #include "sim/flow_network.hpp"
 
 #include <algorithm>
@@ -44,7 +44,8 @@ void FlowNetwork::set_rate(int id, double rate) {
 // Finish time from the settled state: now when within epsilon, never when stalled at rate 0.
 void FlowNetwork::schedule(int id) {
   Flow& f = flows_[id];
-  if (f.finish != kNever) finishes_.erase({f.finish, id});
+  if (f.finish != kNever) --scheduled_;
+  ++f.epoch;
   if (finished(f)) {
     f.finish = now_;
   } else if (f.rate > 0) {
@@ -53,7 +54,20 @@ void FlowNetwork::schedule(int id) {
     f.finish = kNever;
     return;
   }
-  finishes_.emplace(f.finish, id);
+  ++scheduled_;
+  if (finishes_.size() > 64 && finishes_.size() > 2 * static_cast<std::size_t>(scheduled_)) {
+    std::erase_if(finishes_, [this](const Finish& e) { return !live(e); });
+    std::make_heap(finishes_.begin(), finishes_.end(), std::greater<>());
+  }
+  finishes_.push_back(Finish{f.finish, id, f.epoch});
+  std::push_heap(finishes_.begin(), finishes_.end(), std::greater<>());
+}
+
+void FlowNetwork::drop_stale() const {
+  while (!finishes_.empty() && !live(finishes_.front())) {
+    std::pop_heap(finishes_.begin(), finishes_.end(), std::greater<>());
+    finishes_.pop_back();
+  }
 }
 
 void FlowNetwork::mark_dirty(int link) {
@@ -178,19 +192,28 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
 }
 
 std::pair<TimeNs, int> FlowNetwork::next_completion() const {
+  drop_stale();
   if (finishes_.empty()) return {std::numeric_limits<TimeNs>::max(), -1};
-  if (finishes_.begin()->first > now_) return *finishes_.begin();
-  // Flows already due all report now; the lowest id wins.
-  int id = finishes_.begin()->second;
-  for (auto it = finishes_.begin(); it != finishes_.end() && it->first <= now_; ++it)
-    id = std::min(id, it->second);
+  if (finishes_.front().time > now_) return {finishes_.front().time, finishes_.front().id};
+  // Flows already due all report now; the lowest id wins. Due entries form a subtree at the top.
+  int id = finishes_.front().id;
+  heap_walk_.assign(1, 0);
+  while (!heap_walk_.empty()) {
+    const std::size_t i = heap_walk_.back();
+    heap_walk_.pop_back();
+    if (i >= finishes_.size() || finishes_[i].time > now_) continue;
+    if (live(finishes_[i])) id = std::min(id, finishes_[i].id);
+    heap_walk_.push_back(2 * i + 1);
+    heap_walk_.push_back(2 * i + 2);
+  }
   return {now_, id};
 }
 
 void FlowNetwork::remove_flow(int id) {
   Flow& f = flows_[id];
-  if (f.finish != kNever) finishes_.erase({f.finish, id});
+  if (f.finish != kNever) --scheduled_;
   f.finish = kNever;
+  ++f.epoch;
   for (int l : f.links) {
     std::vector<int>& on = link_flows_[l];
     on.erase(std::find(on.begin(), on.end(), id));
@@ -208,8 +231,8 @@ void FlowNetwork::remove_flow(int id) {
 
 void FlowNetwork::collect_finished(std::vector<int>& done) {
   const std::size_t first = done.size();
-  while (!finishes_.empty() && finishes_.begin()->first <= now_) {
-    const int id = finishes_.begin()->second;
+  for (drop_stale(); !finishes_.empty() && finishes_.front().time <= now_; drop_stale()) {
+    const int id = finishes_.front().id;
     assert(finished(flows_[id]));
     remove_flow(id);
     done.push_back(id);

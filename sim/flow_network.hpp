@@ -2,10 +2,10 @@
 // capacity by max-min fairness (progressive filling). Rates are recomputed only for the connected
 // component (flows linked through shared links) touched since the last solve. Progress is lazy:
 // each flow keeps its remaining bytes as of its last rate change, and finish times sit in an
-// ordered set, so advancing time and finding the next completion cost O(1) / O(log n).
+// lazy min-heap (an entry is stale once its flow's epoch moved on), so advancing time and
+// finding the next completion cost O(1) / amortised O(log n).
 #pragma once
 #include <cstdint>
-#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -45,7 +45,8 @@ class FlowNetwork {
     double remaining = 0;  // as of `updated_at`
     double rate = 0;
     TimeNs updated_at = 0;
-    TimeNs finish = kNever;  // key in `finishes_`, kNever when not scheduled
+    TimeNs finish = kNever;  // kNever when not scheduled
+    std::uint32_t epoch = 0;  // bumped at every reschedule and removal: older heap entries are stale
     bool active = false;
   };
   static constexpr TimeNs kNever = INT64_MAX;
@@ -64,7 +65,19 @@ class FlowNetwork {
   std::vector<double> link_busy_s_;  // closed busy intervals
   std::vector<TimeNs> busy_since_;   // start of the open busy interval (link has flows)
   std::vector<Flow> flows_;
-  std::set<std::pair<TimeNs, int>> finishes_;  // (finish time, id) of scheduled flows
+  struct Finish {
+    TimeNs time;
+    int id;
+    std::uint32_t epoch;
+    bool operator>(const Finish& o) const { return time != o.time ? time > o.time : id > o.id; }
+  };
+  bool live(const Finish& e) const { return flows_[e.id].epoch == e.epoch; }
+  void drop_stale() const;  // pops stale entries off the top of finishes_
+  // Min-heap by (time, id) of scheduled flows' finishes, stale entries included (mutable: the
+  // const queries prune stale tops); compacted when stale entries outnumber live ones.
+  mutable std::vector<Finish> finishes_;
+  int scheduled_ = 0;  // live entries in finishes_
+  mutable std::vector<std::size_t> heap_walk_;  // scratch of next_completion()
   std::vector<int> free_ids_;  // min-heap: the smallest finished id is reused first
   int active_ = 0;
   TimeNs now_ = 0;

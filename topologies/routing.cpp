@@ -102,9 +102,12 @@ Graph::edge_descriptor Router::ecmp_choice(const FilteredGraph& fg, VertexId v, 
 }
 
 const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
-  const long long key = static_cast<long long>(src_gpu) * graph_.num_gpus() + dst_gpu;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto it = cache_.find(key); it != cache_.end()) return it->second;
+  if (by_src_.empty()) by_src_.resize(graph_.num_gpus());
+  auto& known = by_src_.at(src_gpu);
+  const auto at = std::lower_bound(known.begin(), known.end(), dst_gpu,
+                                   [](const auto& entry, int dst) { return entry.first < dst; });
+  if (at != known.end() && at->first == dst_gpu) return *at->second;
 
   const Graph& g = graph_.graph();
   const VertexId src = graph_.gpu(src_gpu);
@@ -159,7 +162,9 @@ const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
                                    g[src].name, g[dst].name));
     }
   }
-  return cache_.emplace(key, std::move(info)).first->second;
+  const RouteInfo& stored = routes_.emplace_back(std::move(info));
+  known.insert(at, {dst_gpu, &stored});
+  return stored;
 }
 
 void Router::check_connected() const {

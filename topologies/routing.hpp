@@ -4,9 +4,10 @@
 // pair and cached.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <mutex>
 #include <span>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <boost/graph/properties.hpp>
@@ -43,7 +44,10 @@ class Router {
 
   const ClusterGraph& graph_;
   mutable std::mutex mutex_;
-  mutable std::unordered_map<long long, RouteInfo> cache_;
+  // Cached routes (a deque keeps references stable); per source GPU, (destination, route)
+  // sorted by destination: a route lookup reads one small contiguous list, not a hash node.
+  mutable std::deque<RouteInfo> routes_;
+  mutable std::vector<std::vector<std::pair<int, const RouteInfo*>>> by_src_;
   // Dijkstra scratch (under mutex_), sized to the graph; reset after each search.
   mutable std::vector<double> dist_;
   mutable std::vector<VertexId> pred_;
