@@ -87,8 +87,10 @@ OpTiming ComputeModel::time(const StageProgram& p, int op) const {
   } else if (p.gemm_m[op] > 0) {
     const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = p.gemm_batch[op];
     // Backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T is [m,n]x[n,k], dB = A^T dC is [k,m]x[m,n].
-    compute_s = p.phase[op] == Phase::backward ? gemm_seconds(m, k, n, b) + gemm_seconds(k, n, m, b)
-                                               : gemm_seconds(m, n, k, b);
+    if (p.phase[op] != Phase::backward) compute_s = gemm_seconds(m, n, k, b);
+    else if (p.gemm_part[op] == GemmPart::input_grad) compute_s = gemm_seconds(m, k, n, b);
+    else if (p.gemm_part[op] == GemmPart::weight_grad) compute_s = gemm_seconds(k, n, m, b);
+    else compute_s = gemm_seconds(m, k, n, b) + gemm_seconds(k, n, m, b);
   } else {
     compute_s = p.flops[op] / gpu_.fp32_flops;
   }

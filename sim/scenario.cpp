@@ -65,6 +65,8 @@ constexpr Key kKeys[] = {
     {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe | interleaved"},
     {"parallel.virtual_stages", "1", "model chunks per pipeline stage (interleaved schedule)"},
     {"parallel.sequence_parallel", "false", "true | false: Megatron sequence parallelism over the TP group"},
+    {"parallel.tp_overlap", "false",
+     "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
     {"parallel.dp_overlap", "true", "true | false: reduce gradients in buckets during the last backward pass"},
     {"parallel.dp_bucket_mb", "25", "gradient bucket size, MB (1e6 bytes), when dp_overlap = true"},
     {"parallel.stage_layers", "auto",
@@ -401,6 +403,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.virtual_stages = v.integer("parallel.virtual_stages", 1);
   p.sequence_parallel = v.boolean("parallel.sequence_parallel");
   p.dp_overlap = v.boolean("parallel.dp_overlap");
+  p.tp_overlap = v.boolean("parallel.tp_overlap");
   p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);
   if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
   p.order = v.parsed([&] { return parse_rank_order(v.text("parallel.rank_order"), "parallel.rank_order"); });

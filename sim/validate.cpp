@@ -68,17 +68,22 @@ bool dp_overlap_of(const std::string& framework) {
   return !(contains(framework, "megatron") && !contains(framework, "ddp-impl torch"));
 }
 
-// Megatron-LM fuses the weight-gradient accumulation into its GEMMs from 2022 on; earlier
-// Megatron and the PyTorch-autograd frameworks (DDP, FSDP, DeepSpeed) add each micro-batch's
-// gradients with a kernel of their own.
-bool fused_grad_accumulation_of(const std::string& framework) {
+// A Megatron-LM dated before 2022 (the framework column's first four-digit year).
+bool megatron_before_2022(const std::string& framework) {
   if (!contains(framework, "megatron")) return false;
   for (std::size_t i = framework.find("20"); i != std::string::npos; i = framework.find("20", i + 1)) {
     int year = 0;
     const auto [end, ec] = std::from_chars(framework.data() + i, framework.data() + std::min(i + 4, framework.size()), year);
-    if (ec == std::errc() && end == framework.data() + i + 4) return year >= 2022;
+    if (ec == std::errc() && end == framework.data() + i + 4) return year < 2022;
   }
-  return true;  // an undated Megatron-LM: today's
+  return false;  // an undated Megatron-LM: today's
+}
+
+// Megatron-LM fuses the weight-gradient accumulation into its GEMMs from 2022 on; earlier
+// Megatron and the PyTorch-autograd frameworks (DDP, FSDP, DeepSpeed) add each micro-batch's
+// gradients with a kernel of their own.
+bool fused_grad_accumulation_of(const std::string& framework) {
+  return contains(framework, "megatron") && !megatron_before_2022(framework);
 }
 
 // Fused attention where the framework names it (flash-attn, PyTorch SDPA in torchtitan), in

@@ -161,3 +161,56 @@ TEST_CASE("a 1F1B stage peaks at pp micro-batches of activations on top of its s
   const double expected = static_bytes + in_flight * layers * 34 * s * b * h / t + 5 * a * s * s * b / t + 2 * s * b * h;
   CHECK(r.ranks[0].peak_memory_bytes == Approx(expected).epsilon(0.02));
 }
+
+TEST_CASE("with tp_overlap the backward TP collectives overlap the weight-gradient GEMMs", "[program]") {
+  const ModelShape& m = find_model("gpt-1.7b");
+  for (bool sp : {false, true}) {
+    ParallelPlan p = plan_of(2, 1, 1, 1, 1, Recompute::none);
+    p.sequence_parallel = sp;
+    p.tp_overlap = true;
+    validate_plan(p, m, 2);
+    const Program prog = build_program(m, p);
+    const StageProgram& s = prog.stages[0];
+    auto deps_of = [&](int op) { return std::set<int>(s.deps.begin() + s.dep_begin[op], s.deps.begin() + s.dep_begin[op + 1]); };
+    int checked = 0;
+    for (int i = 0; i + 3 < s.size(); ++i) {
+      if (s.phase[i] != Phase::backward || s.gemm_part[i] != GemmPart::input_grad) continue;
+      INFO("sp " << sp << " op " << i);
+      // input gradient, its reduction (all-reduce, or SP's reduce-scatter), weight gradient.
+      const int reduce = i + 1, weight = i + 2, next = i + 3;
+      CHECK(s.kind[reduce] == (sp ? OpKind::tp_reduce_scatter : OpKind::tp_all_reduce));
+      CHECK(s.gemm_part[weight] == GemmPart::weight_grad);
+      CHECK(s.kind[weight] == s.kind[i]);
+      CHECK(deps_of(reduce).count(i) == 1);
+      CHECK(deps_of(weight).count(reduce) == 0);  // runs while the reduction does
+      CHECK(deps_of(next).count(reduce) == 1);    // the next op waits for both
+      CHECK(deps_of(next).count(weight) == 1);
+      if (sp) {  // the input re-gathered for the weight gradient during the input-gradient GEMM
+        CHECK(s.kind[i - 1] == OpKind::tp_all_gather);
+        CHECK(deps_of(i).count(i - 1) == 0);
+        CHECK(deps_of(weight).count(i - 1) == 1);
+      }
+      ++checked;
+    }
+    CHECK(checked == 2 * m.layers + 1);  // QKV and MLP-up of every layer, and the LM head
+  }
+}
+
+TEST_CASE("tp_overlap shortens a TP step by hiding its backward reductions", "[program][engine]") {
+  const ModelShape& m = find_model("gpt-1.7b");
+  ClusterConfig c;
+  c.gpus_per_node = 2;
+  const ClusterGraph g = build_cluster(c);
+  double step_s[2] = {};
+  for (bool overlap : {false, true}) {
+    ParallelPlan p = plan_of(2, 1, 1, 1, 1, Recompute::none);
+    p.tp_overlap = overlap;
+    validate_plan(p, m, 2);
+    const Program prog = build_program(m, p);
+    for (int i = 0; i < prog.stages[0].size(); ++i)
+      if (!overlap) REQUIRE(prog.stages[0].gemm_part[i] == GemmPart::whole);
+    step_s[overlap] =
+        Engine(prog, g, find_gpu("A100-SXM4-80GB"), Precision::bf16).run(nullptr, TraceDetail::summary).summary.step_time_s;
+  }
+  CHECK(step_s[1] < step_s[0]);
+}

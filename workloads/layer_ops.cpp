@@ -178,6 +178,30 @@ std::vector<OpSpec> LayerOps::head_forward() const {
   return ops;
 }
 
+// Megatron's asynchronous TP communication around a column-parallel GEMM's backward: the input
+// gradient GEMM first, then its all-reduce (or, with SP, its reduce-scatter, the re-gather of
+// the sharded input having run during the input-gradient GEMM) overlapping the weight-gradient
+// GEMM.
+void LayerOps::column_parallel_backward(const OpSpec& forward, std::vector<OpSpec>& ops) const {
+  const double bytes = e() * tokens() * model_.hidden;
+  OpSpec part = forward;
+  part.saved = 0;
+  part.bytes = forward.backward_bytes / 2;
+  auto async = [](OpSpec c) {
+    c.async = true;
+    return c;
+  };
+  if (plan_.sequence_parallel) ops.push_back(async(tp_collective(OpKind::tp_all_gather, CommKind::all_gather, bytes)));
+  part.gemm_part = GemmPart::input_grad;
+  ops.push_back(part);
+  if (plan_.sequence_parallel)
+    ops.push_back(async(tp_collective(OpKind::tp_reduce_scatter, CommKind::reduce_scatter, bytes)));
+  else
+    ops.push_back(async(tp_collective(OpKind::tp_all_reduce, CommKind::all_reduce, bytes)));
+  part.gemm_part = GemmPart::weight_grad;
+  ops.push_back(part);
+}
+
 std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) const {
   const double bytes = e() * tokens() * model_.hidden;
   std::vector<OpSpec> ops;
@@ -201,6 +225,15 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
     op.saved = 0;
     op.flops *= 2;
     op.bytes = it->backward_bytes;
+    if (op.column_parallel && t() > 1 && plan_.tp_overlap) {
+      const auto next = std::next(it);
+      const bool gathered = next != forward.rend() && next->kind == OpKind::tp_all_gather;
+      if (plan_.sequence_parallel == gathered) {
+        column_parallel_backward(*it, ops);
+        if (gathered) ++it;  // its reduce-scatter is already in place
+        continue;
+      }
+    }
     // SP keeps the sharded input of a column-parallel GEMM and gathers it again for the weight
     // gradient.
     if (op.column_parallel && plan_.sequence_parallel)

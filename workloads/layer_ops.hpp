@@ -29,7 +29,8 @@ class LayerOps {
   // materialized layer (with what they keep).
   std::vector<OpSpec> attention_core(const std::vector<OpSpec>& layer) const;
   // Reversed, with backward kernels (GEMMs: input and weight gradients, twice the FLOPs), the
-  // conjugate TP collectives and the MoE all-to-alls again.
+  // conjugate TP collectives and the MoE all-to-alls again. With parallel.tp_overlap a
+  // column-parallel GEMM's backward is its two GEMMs with the TP communication overlapping them.
   std::vector<OpSpec> backward_of(const std::vector<OpSpec>& forward) const;
 
   // Activation bytes a full-recompute checkpoint keeps: the layer input.
@@ -42,6 +43,7 @@ class LayerOps {
   double e() const { return plan_.weight_bytes; }
   int t() const { return plan_.tp; }
   OpSpec gemm(OpKind kind, double m, double n, double k, double batch = 1) const;
+  void column_parallel_backward(const OpSpec& forward, std::vector<OpSpec>& ops) const;
   OpSpec elementwise(OpKind kind, double bytes, double backward_bytes, double flops) const;
   OpSpec tp_collective(OpKind kind, CommKind comm, double bytes) const;
   OpSpec layernorm(OpKind kind) const;

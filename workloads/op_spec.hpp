@@ -16,6 +16,10 @@ struct OpSpec {
   double saved = 0;            // activation bytes kept for the backward pass
   bool attention_core = false; // recomputed in the backward pass under selective recomputation
   bool column_parallel = false;  // TP column-parallel GEMM: its input gradient is reduced over TP
+  GemmPart gemm_part = GemmPart::whole;  // a backward GEMM timed as one or both of its GEMMs
+  // A communication op that runs on its stream while the next compute op runs; the compute op
+  // after that waits for it (Megatron's asynchronous TP communication in the backward pass).
+  bool async = false;
 };
 
 }  // namespace dtsim

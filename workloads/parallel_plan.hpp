@@ -48,6 +48,11 @@ struct ParallelPlan {
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;            // model chunks per pipeline stage (interleaved schedule)
   bool sequence_parallel = false;    // Megatron SP: norms/dropout sharded, TP all-gather + reduce-scatter
+  // TP communication of the backward pass overlapped with the weight-gradient GEMMs (Megatron's
+  // asynchronous TP all-reduce / sequence-parallel all-gather and reduce-scatter). Off by
+  // default: the SMs and HBM bandwidth the concurrent NCCL kernels take from the GEMM are not
+  // modelled, so the overlap hides all of the communication (an upper bound on its gain).
+  bool tp_overlap = false;
   bool dp_overlap = true;            // gradient reduction in buckets during the last backward pass
   double dp_bucket_bytes = 25e6;     // gradient bytes per DP bucket (PyTorch DDP's 25 MB)
   Attention attention = Attention::standard;

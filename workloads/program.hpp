@@ -52,6 +52,9 @@ std::string op_kind_names();
 std::string stream_names();
 std::string phase_names();
 
+// A backward GEMM is its input-gradient and weight-gradient GEMMs; `whole` times both in one op.
+enum class GemmPart : std::uint8_t { whole, input_grad, weight_grad };
+
 struct StageProgram {
   // One entry per op, in program order.
   std::vector<OpKind> kind;
@@ -62,6 +65,7 @@ struct StageProgram {
   std::vector<double> flops;              // per rank
   std::vector<double> bytes;              // HBM bytes (compute) or message bytes (communication)
   std::vector<std::int32_t> gemm_m, gemm_n, gemm_k, gemm_batch;  // 0 for non-GEMM ops
+  std::vector<GemmPart> gemm_part;
   std::vector<CommKind> comm;
   std::vector<Group> group;
   // Memory changes (CSR): op i changes mem_changes[mem_begin[i] .. mem_begin[i+1]).

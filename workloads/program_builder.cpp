@@ -67,6 +67,7 @@ class StageBuilder {
     p_.gemm_n.push_back(s.n);
     p_.gemm_k.push_back(s.k);
     p_.gemm_batch.push_back(s.batch);
+    p_.gemm_part.push_back(s.gemm_part);
     p_.comm.push_back(s.comm);
     p_.group.push_back(s.group);
     if (s.saved != 0) on_start(id, MemCategory::activations, s.saved);
@@ -78,6 +79,13 @@ class StageBuilder {
       unfinished_send_ = -1;
     }
     if (s.comm == CommKind::send) unfinished_send_ = id;
+    // An asynchronous collective overlaps one compute op; the compute op after that waits for it.
+    if (s.stream == Stream::compute) {
+      for (AsyncOp& a : async_pending_)
+        if (a.computes_left-- == 0) p_.deps.push_back(a.op);
+      std::erase_if(async_pending_, [](const AsyncOp& a) { return a.computes_left < 0; });
+    }
+    if (s.async) async_pending_.push_back({id, 1});
     p_.dep_begin.push_back(static_cast<int>(p_.deps.size()));
     if (s.comm == CommKind::recv)
       (s.group == Group::pp_prev ? p_.recv_from_prev : p_.recv_from_next).push_back(id);
@@ -89,10 +97,12 @@ class StageBuilder {
   void on_end(int op, MemCategory c, double bytes) { changes_.push_back({op, {c, true, bytes}}); }
 
   // Runs ops in order, each after the one before (a compute op after a TP collective waits for
-  // it); the first also waits for `extra`. Returns the last op.
+  // it, unless the collective is asynchronous); the first also waits for `extra`. Returns the
+  // last op that is not asynchronous.
   int chain(const std::vector<OpSpec>& ops, Phase phase, int layer, int mb, int prev, int extra = -1) {
     for (const OpSpec& op : ops) {
-      prev = add(op, phase, layer, mb, {prev, extra});
+      const int id = add(op, phase, layer, mb, {prev, extra});
+      if (!op.async) prev = id;
       extra = -1;
     }
     return prev;
@@ -374,6 +384,11 @@ class StageBuilder {
   double expert_bucket_bytes_ = 0;
   int expert_bucket_ready_ = -1;
   int unfinished_send_ = -1;
+  struct AsyncOp {
+    int op;
+    int computes_left;  // compute ops that may still run before one must wait for it
+  };
+  std::vector<AsyncOp> async_pending_;
 };
 
 }  // namespace
