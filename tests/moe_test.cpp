@@ -147,7 +147,8 @@ TEST_CASE("expert weights and gradients and optimizer state are divided by EP", 
   const double dp = 4;
   for (int ep : {1, 2, 4}) {
     for (int zero : {0, 1, 2}) {
-      const StageProgram& s = build_program(m, moe_plan(m, 4, ep, Recompute::none, zero)).stages[0];
+      const Program prog = build_program(m, moe_plan(m, 4, ep, Recompute::none, zero));
+      const StageProgram& s = prog.stages[0];
       const double edp = dp / ep;
       auto sharded = [&](int stage) { return zero >= stage ? replicated / dp + routed / ep / edp : replicated + routed / ep; };
       INFO("ep = " << ep << ", zero = " << zero);
