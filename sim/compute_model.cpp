@@ -21,16 +21,37 @@ double depth_factor(double k) { return k / (k + ComputeModel::kDepthOverhead); }
 }  // namespace
 
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention)
-    : gpu_(gpu), peak_(gpu.peak_flops(precision)), attention_(attention) {
-  const bool tensor_16 = precision == Precision::bf16 || precision == Precision::fp16;
-  double sustained = kDefaultMatmulEfficiency * kSustainedOverBest;
-  if (tensor_16 && gpu.sustained_matmul_bf16_flops > 0) sustained = gpu.sustained_matmul_bf16_flops / gpu.bf16_flops;
-  else if (tensor_16 && gpu.measured_matmul_bf16_flops > 0)
-    sustained = gpu.measured_matmul_bf16_flops / gpu.bf16_flops * kSustainedOverBest;
-  // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
-  matmul_scale_ = sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1);
+    : gpu_(gpu), precision_(precision), peak_(gpu.peak_flops(precision)), attention_(attention) {
   hbm_rate_ = gpu.measured_hbm_bytes_per_s > 0 ? gpu.measured_hbm_bytes_per_s
                                                : gpu.hbm_bytes_per_s * kDefaultHbmEfficiency;
+  // FP8 runs the linear layers' GEMMs in FP8 (Transformer Engine); attention, the LM head and
+  // the rest stay in BF16, at the BF16 peak and scale.
+  const Precision other = precision == Precision::fp8 ? Precision::bf16 : precision;
+  other_peak_ = gpu.peak_flops(other);
+  matmul_scale_ = matmul_scale(precision);
+  other_matmul_scale_ = matmul_scale(other);
+}
+
+double ComputeModel::matmul_scale(Precision precision) const {
+  double sustained = kDefaultMatmulEfficiency * kSustainedOverBest;
+  if (precision == Precision::bf16 || precision == Precision::fp16) {
+    if (gpu_.sustained_matmul_bf16_flops > 0) sustained = gpu_.sustained_matmul_bf16_flops / gpu_.bf16_flops;
+    else if (gpu_.measured_matmul_bf16_flops > 0)
+      sustained = gpu_.measured_matmul_bf16_flops / gpu_.bf16_flops * kSustainedOverBest;
+  } else if (precision == Precision::fp8) {
+    if (gpu_.sustained_matmul_fp8_flops > 0) sustained = gpu_.sustained_matmul_fp8_flops / gpu_.fp8_flops;
+    else if (gpu_.measured_matmul_fp8_flops > 0)
+      sustained = gpu_.measured_matmul_fp8_flops / gpu_.fp8_flops * kSustainedOverBest;
+  }
+  // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
+  return sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1);
+}
+
+double ComputeModel::comm_overlap_slowdown() const {
+  const bool nvlink = gpu_.nvlink_gen > 0 && !gpu_.nvlink_bridge_only;
+  const double sms = std::max(gpu_.sm_count, 1);
+  // At most a quarter of a small GPU's SMs (NCCL scales its channels down with the SM count).
+  return 1 / (1 - std::min<double>(nvlink ? kNcclChannels : kNcclPcieChannels, sms / 4) / sms);
 }
 
 double ComputeModel::shape_efficiency(double m, double n, double k, double batch) const {
@@ -53,8 +74,33 @@ double ComputeModel::gemm_efficiency(double m, double n, double k, double batch)
   return std::min(1.0, matmul_scale_ * shape_efficiency(m, n, k, batch));
 }
 
-double ComputeModel::gemm_seconds(double m, double n, double k, double batch) const {
-  return 2 * m * n * k * batch / (peak_ * gemm_efficiency(m, n, k, batch));
+double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bool fp8) const {
+  if (fp8) return 2 * m * n * k * batch / (peak_ * gemm_efficiency(m, n, k, batch));
+  const double eff = std::min(1.0, other_matmul_scale_ * shape_efficiency(m, n, k, batch));
+  return 2 * m * n * k * batch / (other_peak_ * eff);
+}
+
+bool ComputeModel::fp8_gemm(OpKind kind) const {
+  if (precision_ != Precision::fp8) return false;
+  switch (kind) {
+    case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
+    case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
+    case OpKind::expert_fc1: case OpKind::expert_fc2: case OpKind::shared_fc1: case OpKind::shared_fc2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+double ComputeModel::fp8_cast_seconds(const StageProgram& p, int op) const {
+  // Transformer Engine casts each FP8 GEMM's BF16 operands with fused cast-transpose kernels
+  // (read 2 bytes, write the FP8 value and its transpose: 4 bytes per element): the input and
+  // the weight before the forward GEMM, the output gradient before the backward GEMMs.
+  const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = std::max(1, p.gemm_batch[op]);
+  double elements = 0;
+  if (p.phase[op] != Phase::backward) elements = (m * k + k * n) * b;
+  else if (p.gemm_part[op] != GemmPart::weight_grad) elements = m * n * b;
+  return kFp8CastBytesPerElement * elements / hbm_rate_;
 }
 
 double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) const {
@@ -67,7 +113,8 @@ double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) cons
   const double d = p.gemm_k[op];
   const double at_128 = gpu_.flash_attention_fraction > 0
                             ? gpu_.flash_attention_fraction
-                            : 0.8 * gemm_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1);
+                            : 0.8 * std::min(1.0, other_matmul_scale_ * shape_efficiency(kReferenceSize, kReferenceSize,
+                                                                                          kReferenceSize, 1));
   double eff = std::min(1.0, at_128 * (d / (d + 32)) / (128.0 / 160.0));
   double work = 0.5 * p.flops[op];
   const bool triton = attention_ == Attention::flash_triton;
@@ -77,27 +124,34 @@ double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) cons
   } else if (triton) {
     eff /= kTritonForwardSlowdown;
   }
-  return work / (peak_ * eff);
+  return work / (other_peak_ * eff);
 }
 
 OpTiming ComputeModel::time(const StageProgram& p, int op) const {
-  double compute_s = 0;
+  double compute_s = 0, serial_s = 0;
+  int kernels = 1;
   if (p.kind[op] == OpKind::flash_attention) {
     compute_s = flash_attention_seconds(p, op);
   } else if (p.gemm_m[op] > 0) {
     const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = p.gemm_batch[op];
+    const bool fp8 = fp8_gemm(p.kind[op]);
     // Backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T is [m,n]x[n,k], dB = A^T dC is [k,m]x[m,n].
-    if (p.phase[op] != Phase::backward) compute_s = gemm_seconds(m, n, k, b);
-    else if (p.gemm_part[op] == GemmPart::input_grad) compute_s = gemm_seconds(m, k, n, b);
-    else if (p.gemm_part[op] == GemmPart::weight_grad) compute_s = gemm_seconds(k, n, m, b);
-    else compute_s = gemm_seconds(m, k, n, b) + gemm_seconds(k, n, m, b);
+    if (p.phase[op] != Phase::backward) compute_s = gemm_seconds(m, n, k, b, fp8);
+    else if (p.gemm_part[op] == GemmPart::input_grad) compute_s = gemm_seconds(m, k, n, b, fp8);
+    else if (p.gemm_part[op] == GemmPart::weight_grad) compute_s = gemm_seconds(k, n, m, b, fp8);
+    else compute_s = gemm_seconds(m, k, n, b, fp8) + gemm_seconds(k, n, m, b, fp8);
+    if (fp8 && (serial_s = fp8_cast_seconds(p, op)) > 0) kernels += p.phase[op] == Phase::backward ? 1 : 2;
   } else {
     compute_s = p.flops[op] / gpu_.fp32_flops;
   }
-  const double memory_s = p.bytes[op] / hbm_rate_;
+  // Dropout draws a Philox random number per element in its forward pass (and when it is
+  // recomputed); the backward only applies the saved mask.
+  const bool draws_random = p.phase[op] != Phase::backward &&
+                            (p.kind[op] == OpKind::attn_dropout || p.kind[op] == OpKind::dropout_residual);
+  const double memory_s = p.bytes[op] / (hbm_rate_ * (draws_random ? kRandomKernelHbmFraction : 1.0));
   OpTiming t;
   t.memory_bound = memory_s > compute_s;
-  t.duration_ns = seconds_to_ns(std::max(compute_s, memory_s)) + kLaunchOverheadNs;
+  t.duration_ns = seconds_to_ns(std::max(compute_s, memory_s) + serial_s) + kernels * kLaunchOverheadNs;
   return t;
 }
 

@@ -9,7 +9,9 @@
 // rate over shapes (MAMF). A backward GEMM is timed as its two GEMMs
 // (input gradient and weight gradient), each with its own shape. Fused (flash) attention runs
 // at the GPU's published FlashAttention-2 fraction of peak, growing with the head dimension, or
-// slower as the Triton kernel.
+// slower as the Triton kernel. With FP8, the linear layers' GEMMs run at the FP8 rate after
+// Transformer Engine's cast-transpose kernels; attention and the LM head stay in BF16. Dropout's
+// forward runs at the HBM rate PyTorch's Philox dropout kernel reaches.
 #pragma once
 #include "sim/base/units.hpp"
 #include "topologies/gpu_catalog.hpp"
@@ -29,6 +31,10 @@ class ComputeModel {
   // Fraction of the precision's peak that a [m x k] x [k x n] GEMM, `batch` times, reaches.
   double gemm_efficiency(double m, double n, double k, double batch) const;
   double peak_flops() const { return peak_; }
+  // Slowdown of a kernel that runs while a NCCL collective's kernel is resident: the collective
+  // holds one SM per channel, kNcclChannels of them on NVLink GPUs (and takes its share of HBM
+  // bandwidth with them), kNcclPcieChannels on PCIe-only ones.
+  double comm_overlap_slowdown() const;
 
   // Gap between dependent kernels on one stream (launch + scheduling), a typical CUDA figure.
   static constexpr TimeNs kLaunchOverheadNs = 2000;
@@ -50,6 +56,15 @@ class ComputeModel {
   static constexpr double kTileIntensityHalf = 16;
   // The square GEMM (m = n = k) at which the sustained matmul rate is measured.
   static constexpr double kReferenceSize = 16384;
+  // NCCL channels of a collective: 24 on an 8-GPU NVSwitch A100 node (NCCL INFO "Channel 23/24",
+  // nccl-tests issue #100); 2 on a PCIe system with one NIC (NCCL issue #689, maintainer's reply).
+  static constexpr int kNcclChannels = 24;
+  static constexpr int kNcclPcieChannels = 2;
+  // PyTorch's dropout (Philox RNG per element) streams at 953 GB/s on an A100 against 1.61 TB/s
+  // for a copy (FlagGems PR #85, torch column at 1e9 elements; Azure STREAM copy).
+  static constexpr double kRandomKernelHbmFraction = 953.0 / 1610.0;
+  // Transformer Engine's cast-transpose: read the BF16 element, write its FP8 value and transpose.
+  static constexpr double kFp8CastBytesPerElement = 4;
   // FlashAttention-2 on A100 (Dao 2023, Sec. 4.1): backward up to 63 % of peak against 73 % for
   // the forward; 1.3-1.5x faster than the Triton kernel forward (1.4 taken) and ~2x backward.
   static constexpr double kFlashBackwardOverForward = 0.85;
@@ -59,11 +74,18 @@ class ComputeModel {
  private:
   // Shape losses alone (tiles, waves, operand traffic, K prologue), before the GPU's scale.
   double shape_efficiency(double m, double n, double k, double batch) const;
-  double gemm_seconds(double m, double n, double k, double batch) const;
+  double matmul_scale(Precision precision) const;
+  // fp8: at the FP8 peak and scale, else at the BF16 (or the run's) precision.
+  double gemm_seconds(double m, double n, double k, double batch, bool fp8) const;
   double flash_attention_seconds(const StageProgram& p, int op) const;
+  bool fp8_gemm(OpKind kind) const;
+  double fp8_cast_seconds(const StageProgram& p, int op) const;
 
   const GpuSpec& gpu_;
-  double peak_ = 0, matmul_scale_ = 0, hbm_rate_ = 0;
+  Precision precision_;
+  // peak_/matmul_scale_: the run's precision; other_*: the precision of the ops that FP8 leaves
+  // in BF16 (the same as the run's for every other precision).
+  double peak_ = 0, matmul_scale_ = 0, other_peak_ = 0, other_matmul_scale_ = 0, hbm_rate_ = 0;
   Attention attention_;
 };
 

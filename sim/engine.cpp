@@ -23,6 +23,10 @@ namespace {
 // A cross-rank effect is a transfer completion; every transfer pays at least the smallest launch
 // base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
 // before t + kLookaheadNs. The merge phase checks it.
+// NCCL collectives run as kernels that hold SMs from their launch to their end; sends and
+// receives are not counted.
+bool is_collective(CommKind k) { return k != CommKind::none && k != CommKind::send && k != CommKind::recv; }
+
 constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
 // Windows with fewer active ranks run on one thread: forking costs more than the few events
 // save (BLOOM's windows hold ~30 events: 1.7 s on 1 or 2 threads with this threshold, 2.0 s on 2
@@ -61,7 +65,7 @@ class Simulation {
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
-        peak_flops_(compute.peak_flops()), threads_(std::max(1, options.threads)), transfers_(graph, comm.router()) {
+        peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()), threads_(std::max(1, options.threads)), transfers_(graph, comm.router()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
     selected_.assign(n, 0);
@@ -202,13 +206,16 @@ class Simulation {
     ++s.next[stream];
     apply_memory(s, rank, now, p, op, false);
     if (p.comm[op] != CommKind::none) {
+      if (is_collective(p.comm[op])) ++s.collectives_in_flight;
       s.actions.push_back(Action{now, rank, s.action_seq++, op});
       return;
     }
     const TimeNs gap = now - s.compute_idle_since;
     if (gap > 0) (pipeline_wait ? s.bubble_ns : s.exposed_ns) += gap;
+    // A kernel that starts while a collective's kernel holds SMs runs on the SMs left to it.
+    const double speed = s.speed / (s.collectives_in_flight > 0 ? comm_slowdown_ : 1.0);
     const TimeNs nominal = times_[s.stage].duration[op];
-    const TimeNs d = s.speed == 1 ? nominal : static_cast<TimeNs>(std::llround(static_cast<double>(nominal) / s.speed));
+    const TimeNs d = speed == 1 ? nominal : static_cast<TimeNs>(std::llround(static_cast<double>(nominal) / speed));
     (times_[s.stage].memory_bound[op] ? s.memory_ns : s.compute_ns) += d;
     schedule(s, op, now, now + d);
   }
@@ -229,9 +236,12 @@ class Simulation {
     }
     s.last_end = std::max(s.last_end, ev.time);
     if (comm != CommKind::recv) s.busy[static_cast<int>(p.stream[op])] = false;
+    if (is_collective(comm)) --s.collectives_in_flight;
     if (comm == CommKind::none) s.compute_idle_since = ev.time;
     const bool pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
-    for (int st = 0; st < kNumStreams; ++st) try_start(s, rank, st, ev.time, pipeline);
+    // Communication first: a collective posted at the same instant as a kernel is launched
+    // before it (frameworks issue the asynchronous collective, then the overlapping GEMM).
+    for (int st = 1; st <= kNumStreams; ++st) try_start(s, rank, st % kNumStreams, ev.time, pipeline);
   }
 
   // ---- Merge phase: sequential, in (time, rank, sequence) order. ----
@@ -430,6 +440,7 @@ class Simulation {
   const CommModel& comm_;
   TraceSink* sink_;
   double peak_flops_;
+  double comm_slowdown_;  // compute slowdown while a collective's kernel is resident
   int threads_;
   std::vector<RankState> ranks_;
   std::vector<StageTimes> times_;

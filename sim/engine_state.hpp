@@ -41,6 +41,7 @@ struct RankState {
   std::array<int, kNumStreams> next{};
   std::array<bool, kNumStreams> busy{};
   int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
+  int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
   std::array<double, kNumMemCategories> mem{};
   double peak = 0;
   TimeNs oom_time = -1;  // first time over the GPU's memory, -1 when never

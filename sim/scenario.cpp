@@ -68,6 +68,8 @@ constexpr Key kKeys[] = {
     {"parallel.tp_overlap", "false",
      "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
     {"parallel.dp_overlap", "true", "true | false: reduce gradients in buckets during the last backward pass"},
+    {"parallel.grad_reduce_fp32", "false",
+     "true | false: reduce gradients over DP in fp32 (FSDP reduce_dtype fp32, Megatron --accumulate-allreduce-grads-in-fp32)"},
     {"parallel.dp_bucket_mb", "25", "gradient bucket size, MB (1e6 bytes), when dp_overlap = true"},
     {"parallel.stage_layers", "auto",
      "transformer layers per stage, comma-separated (e.g. 5,6,6,5), or auto (see README)"},
@@ -404,6 +406,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.sequence_parallel = v.boolean("parallel.sequence_parallel");
   p.dp_overlap = v.boolean("parallel.dp_overlap");
   p.tp_overlap = v.boolean("parallel.tp_overlap");
+  p.grad_reduce_fp32 = v.boolean("parallel.grad_reduce_fp32");
   p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);
   if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
   p.order = v.parsed([&] { return parse_rank_order(v.text("parallel.rank_order"), "parallel.rank_order"); });

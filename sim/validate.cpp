@@ -86,6 +86,22 @@ bool fused_grad_accumulation_of(const std::string& framework) {
   return contains(framework, "megatron") && !megatron_before_2022(framework);
 }
 
+// Megatron-LM overlaps the backward pass's TP communication with the weight-gradient GEMMs
+// from 2022 on (asynchronous TP all-reduce; with SP, the re-gather and the reduce-scatter).
+bool tp_overlap_of(const std::string& framework) {
+  return contains(framework, "megatron") && !megatron_before_2022(framework);
+}
+
+// Composer/llm-foundry's FSDP "DEFAULT" mixed precision reduces gradients in fp32 ("PURE": in
+// the training precision).
+bool grad_reduce_fp32_of(const std::string& framework) { return contains(framework, "mp_mode default"); }
+
+// Dropout as the models were trained: MPT's llm-foundry configurations set every dropout to 0,
+// and Llama (torchtitan) has none; Megatron's GPT models use 0.1.
+bool dropout_of(const std::string& framework) {
+  return !(contains(framework, "llm-foundry") || contains(framework, "torchtitan"));
+}
+
 // Fused attention where the framework names it (flash-attn, PyTorch SDPA in torchtitan), in
 // its Triton version where it says so (llm-foundry's attn_impl: triton).
 std::string attention_of(const std::map<std::string, std::string>& r) {
@@ -124,6 +140,9 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
       std::string("--parallel.sequence_parallel=") + (get("sequence_parallel") == "yes" ? "true" : "false"),
       std::string("--parallel.dp_overlap=") + (dp_overlap_of(get("framework")) ? "true" : "false"),
       std::string("--training.fused_grad_accumulation=") + (fused_grad_accumulation_of(get("framework")) ? "true" : "false"),
+      std::string("--parallel.tp_overlap=") + (tp_overlap_of(get("framework")) ? "true" : "false"),
+      std::string("--parallel.grad_reduce_fp32=") + (grad_reduce_fp32_of(get("framework")) ? "true" : "false"),
+      std::string("--training.dropout=") + (dropout_of(get("framework")) ? "true" : "false"),
       "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
       fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),
       fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};

@@ -26,6 +26,8 @@ struct GpuSpec {
   double measured_matmul_bf16_flops = 0;  // best measured GEMM over shapes (MAMF), 0 if unknown
   // A 16384^3 BF16/FP16 GEMM measured under sustained load (power-limited clocks), 0 if unknown.
   double sustained_matmul_bf16_flops = 0;
+  double measured_matmul_fp8_flops = 0;   // best measured FP8 GEMM over shapes (MAMF), 0 if unknown
+  double sustained_matmul_fp8_flops = 0;  // a 16384^3 FP8 GEMM under sustained load, 0 if unknown
   double measured_hbm_bytes_per_s = 0;    // measured STREAM-like bandwidth, 0 if unknown
   // FlashAttention-2 forward at head dim 128 as a fraction of the dense BF16 peak, where
   // published (0 if unknown): its kernels use Ampere-style MMA, so Hopper reaches far less of

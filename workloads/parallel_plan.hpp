@@ -49,12 +49,14 @@ struct ParallelPlan {
   int virtual_stages = 1;            // model chunks per pipeline stage (interleaved schedule)
   bool sequence_parallel = false;    // Megatron SP: norms/dropout sharded, TP all-gather + reduce-scatter
   // TP communication of the backward pass overlapped with the weight-gradient GEMMs (Megatron's
-  // asynchronous TP all-reduce / sequence-parallel all-gather and reduce-scatter). Off by
-  // default: the SMs and HBM bandwidth the concurrent NCCL kernels take from the GEMM are not
-  // modelled, so the overlap hides all of the communication (an upper bound on its gain).
+  // asynchronous TP all-reduce / sequence-parallel all-gather and reduce-scatter); the GEMM then
+  // runs on the SMs the NCCL kernel leaves it (ComputeModel::comm_overlap_slowdown).
   bool tp_overlap = false;
   bool dp_overlap = true;            // gradient reduction in buckets during the last backward pass
   double dp_bucket_bytes = 25e6;     // gradient bytes per DP bucket (PyTorch DDP's 25 MB)
+  // Gradients reduced in fp32 (FSDP's reduce_dtype = fp32, Megatron's
+  // --accumulate-allreduce-grads-in-fp32) instead of the training precision.
+  bool grad_reduce_fp32 = false;
   Attention attention = Attention::standard;
   bool dropout = true;               // dropout on attention probabilities and layer outputs
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)

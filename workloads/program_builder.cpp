@@ -40,6 +40,7 @@ class StageBuilder {
 
  private:
   double e() const { return plan_.weight_bytes; }
+  double grad_e() const { return plan_.grad_reduce_fp32 ? 4 : e(); }  // bytes per reduced gradient
   int t() const { return plan_.tp; }
   bool first_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
   bool last_chunk(int chunk) const { return stage_ == plan_.pp - 1 && chunk == plan_.virtual_stages - 1; }
@@ -256,7 +257,7 @@ class StageBuilder {
   // Gradients of `params` (whole-model count, split over TP here) are ready after op `ready`.
   // ZeRO-3 reduces each layer on its own (an FSDP unit); otherwise buckets fill to the size.
   void add_gradients(double params, int ready) {
-    bucket_bytes_ += e() * params / t();
+    bucket_bytes_ += grad_e() * params / t();
     bucket_ready_ = ready;
     if (sharded_params() || bucket_bytes_ >= plan_.dp_bucket_bytes) flush_bucket();
   }
@@ -266,7 +267,7 @@ class StageBuilder {
     const LayerParams params = layer_params(model_, plan_, layer);
     add_gradients(params.replicated, ready);
     if (params.experts == 0 || plan_.expert_dp() == 1) return;
-    expert_bucket_bytes_ += e() * params.experts / t();
+    expert_bucket_bytes_ += grad_e() * params.experts / t();
     expert_bucket_ready_ = ready;
     if (expert_bucket_bytes_ >= plan_.dp_bucket_bytes) flush_expert_bucket();
   }
