@@ -92,9 +92,12 @@ bool tp_overlap_of(const std::string& framework) {
   return contains(framework, "megatron") && !megatron_before_2022(framework);
 }
 
-// Composer/llm-foundry's FSDP "DEFAULT" mixed precision reduces gradients in fp32 ("PURE": in
-// the training precision).
-bool grad_reduce_fp32_of(const std::string& framework) { return contains(framework, "mp_mode default"); }
+// Gradients reduced in fp32: Composer/llm-foundry's FSDP "DEFAULT" mixed precision ("PURE": in
+// the training precision) and Megatron-LM with bf16 (fp32 main gradients); Megatron with fp16
+// all-reduces fp16 gradients.
+bool grad_reduce_fp32_of(const std::string& framework, const std::string& precision) {
+  return contains(framework, "mp_mode default") || (contains(framework, "megatron") && precision == "bf16");
+}
 
 // Dropout as the models were trained: MPT's llm-foundry configurations set every dropout to 0,
 // and Llama (torchtitan) has none; Megatron's GPT models use 0.1.
@@ -141,7 +144,7 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
       std::string("--parallel.dp_overlap=") + (dp_overlap_of(get("framework")) ? "true" : "false"),
       std::string("--training.fused_grad_accumulation=") + (fused_grad_accumulation_of(get("framework")) ? "true" : "false"),
       std::string("--parallel.tp_overlap=") + (tp_overlap_of(get("framework")) ? "true" : "false"),
-      std::string("--parallel.grad_reduce_fp32=") + (grad_reduce_fp32_of(get("framework")) ? "true" : "false"),
+      std::string("--parallel.grad_reduce_fp32=") + (grad_reduce_fp32_of(get("framework"), precision_of(get("precision"))) ? "true" : "false"),
       std::string("--training.dropout=") + (dropout_of(get("framework")) ? "true" : "false"),
       "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
       fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),

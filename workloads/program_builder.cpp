@@ -324,8 +324,8 @@ class StageBuilder {
     // Gradients not reduced during the backward pass are reduced now, in one collective (and one
     // over the expert-DP group for the experts).
     if (plan_.dp > 1 && !plan_.dp_overlap && plan_.zero_stage < 2) {
-      reduce_gradients(e() * params, prev);
-      if (reduce_experts()) reduce_gradients(e() * experts, prev, true);
+      reduce_gradients(grad_e() * params, prev);
+      if (reduce_experts()) reduce_gradients(grad_e() * experts, prev, true);
     }
     // Tied embeddings over a pipeline: the first and last stages sum their word-embedding
     // gradients (Megatron's embedding group).
