@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "sim/engine_rank_heap.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_result.hpp"
 #include "sim/transfers.hpp"
@@ -49,22 +50,15 @@ struct StageTimes {
   std::vector<std::uint8_t> memory_bound;
 };
 
-// (time, rank) of a rank's earliest pending event, for the global min-heap of ranks.
-struct RankHead {
-  TimeNs time;
-  int rank;
-  bool operator>(const RankHead& o) const { return time != o.time ? time > o.time : rank > o.rank; }
-};
-
 class Simulation {
  public:
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
-        peak_flops_(compute.peak_flops()), threads_(std::max(1, options.threads)), transfers_(graph, comm.router()) {
+        peak_flops_(compute.peak_flops()), threads_(std::max(1, options.threads)), transfers_(graph, comm.router()),
+        heads_(program.plan.num_ranks()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
-    selected_.assign(n, 0);
     for (GroupState& g : groups_) {
       g.rendezvous.resize(n);
       g.rings.resize(n);
@@ -87,7 +81,7 @@ class Simulation {
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
       push_local(s, LocalEvent{0, 0, -1, 0});
-      heads_.push_back(RankHead{0, r});
+      heads_.set(r, 0);
     }
   }
 
@@ -95,19 +89,13 @@ class Simulation {
     tbb::task_arena arena(threads_);
     while (true) {
       const TimeNs net = network_next();
-      while (!heads_.empty() && !valid(heads_.front())) pop_head();
-      const TimeNs t = std::min(net, heads_.empty() ? Transfers::kNever : heads_.front().time);
+      const TimeNs t = std::min(net, heads_.empty() ? Transfers::kNever : heads_.top_time());
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
       active_.clear();
-      while (!heads_.empty() && heads_.front().time < window_end_) {
-        const int r = heads_.front().rank;
-        const bool ok = valid(heads_.front());
-        pop_head();
-        if (ok && !selected_[r]) {
-          selected_[r] = 1;
-          active_.push_back(r);
-        }
+      while (!heads_.empty() && heads_.top_time() < window_end_) {
+        active_.push_back(heads_.top_rank());
+        heads_.pop();
       }
       std::sort(active_.begin(), active_.end());
       auto handle = [this](std::size_t i) { run_rank(ranks_[active_[i]], active_[i]); };
@@ -130,19 +118,10 @@ class Simulation {
     s.queue.push_back(ev);
     std::push_heap(s.queue.begin(), s.queue.end(), std::greater<>());
   }
-  bool valid(const RankHead& h) const {
-    const RankState& s = ranks_[h.rank];
-    return !s.queue.empty() && s.queue.front().time == h.time;
-  }
-  void pop_head() {
-    std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
-    heads_.pop_back();
-  }
+  // Re-keys the rank by its earliest pending event (a rank with none stays out of the heap).
   void push_head(int rank) {
     const RankState& s = ranks_[rank];
-    if (s.queue.empty()) return;
-    heads_.push_back(RankHead{s.queue.front().time, rank});
-    std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+    if (!s.queue.empty()) heads_.set(rank, s.queue.front().time);
   }
   TimeNs network_next() const {
     const TimeNs next = transfers_.next_event();
@@ -251,10 +230,7 @@ class Simulation {
       apply(a);
     }
     run_network(window_end_ - 1);
-    for (int r : active_) {
-      selected_[r] = 0;
-      push_head(r);
-    }
+    for (int r : active_) push_head(r);
     if (sink_) write_records();
   }
 
@@ -441,8 +417,7 @@ class Simulation {
   std::vector<FinishedTransfer> finished_;
   TimeNs net_now_ = 0;           // the network's clock
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
-  std::vector<RankHead> heads_;  // min-heap; entries whose rank head moved are skipped
-  std::vector<char> selected_;   // rank is in active_
+  RankHeap heads_;               // ranks with pending events not in the current window
   std::vector<int> active_;      // ranks with events in the current window, ascending
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;
