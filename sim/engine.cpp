@@ -163,8 +163,11 @@ class Simulation {
       if (p.mem_changes[i].at_end == at_end) allocate(s, rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
   }
 
-  static bool deps_done(const RankState& s, const StageProgram& p, int op) {
-    for (int i = p.dep_begin[op]; i < p.dep_begin[op + 1]; ++i)
+  // Whether the dependencies of `op`, the next op of `stream`, are done; resumes after those
+  // found done before (done never reverts), so a long-blocked op is not rescanned.
+  static bool deps_done(RankState& s, const StageProgram& p, int stream, int op) {
+    int& known = s.deps_known[stream];
+    for (int i = p.dep_begin[op] + known; i < p.dep_begin[op + 1]; ++i, ++known)
       if (!s.done[p.deps[i]]) return false;
     return true;
   }
@@ -176,9 +179,10 @@ class Simulation {
     const auto& ops = p.stream_ops[stream];
     if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
     const int op = ops[s.next[stream]];
-    if (!deps_done(s, p, op)) return;
+    if (!deps_done(s, p, stream, op)) return;
     s.busy[stream] = true;
     ++s.next[stream];
+    s.deps_known[stream] = 0;
     apply_memory(s, rank, now, p, op, false);
     if (p.comm[op] != CommKind::none) {
       s.actions.push_back(Action{now, rank, s.action_seq++, op});
