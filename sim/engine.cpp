@@ -13,7 +13,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "sim/engine_rank_heap.hpp"
+#include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_result.hpp"
 #include "sim/transfers.hpp"
@@ -89,15 +89,11 @@ class Simulation {
     tbb::task_arena arena(threads_);
     while (true) {
       const TimeNs net = network_next();
-      const TimeNs t = std::min(net, heads_.empty() ? Transfers::kNever : heads_.top_time());
+      const TimeNs t = std::min(net, heads_.min_time());
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
       active_.clear();
-      while (!heads_.empty() && heads_.top_time() < window_end_) {
-        active_.push_back(heads_.top_rank());
-        heads_.pop();
-      }
-      std::sort(active_.begin(), active_.end());
+      heads_.take_before(window_end_, active_);
       auto handle = [this](std::size_t i) {
         prefetch(i + 8, false);
         prefetch(i + 4, true);
@@ -440,7 +436,7 @@ class Simulation {
   std::vector<FinishedTransfer> finished_;
   TimeNs net_now_ = 0;           // the network's clock
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
-  RankHeap heads_;               // ranks with pending events not in the current window
+  RankHeads heads_;              // head times of the ranks not in the current window
   std::vector<int> active_;      // ranks with events in the current window, ascending
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;
