@@ -133,7 +133,7 @@ class Simulation {
     if (!s.queue.empty() && s.queue.front().op >= 0) __builtin_prefetch(s.done.data() + s.queue.front().op);
   }
 
-  // Re-keys the rank by its earliest pending event (a rank with none stays out of the heap).
+  // Sets the rank's head time to its earliest pending event (a rank with none keeps no head).
   void push_head(int rank) {
     const RankState& s = ranks_[rank];
     if (!s.queue.empty()) heads_.set(rank, s.queue.front().time);
