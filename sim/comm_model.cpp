@@ -131,8 +131,13 @@ RingSet CommModel::rings(std::span<const int> gpus) const {
     set.rings.push_back(std::move(ring));
   }
   std::vector<std::pair<int, int>> hops;
-  for (const std::vector<int>& ring : set.rings)
-    for (int i = 0; i < n && n > 1; ++i) hops.emplace_back(ring[i], ring[(i + 1) % n]);
+  for (const std::vector<int>& ring : set.rings) {
+    set.hop_routes.emplace_back();
+    for (int i = 0; i < n && n > 1; ++i) {
+      hops.emplace_back(ring[i], ring[(i + 1) % n]);
+      set.hop_routes.back().push_back(&router_.route(ring[i], ring[(i + 1) % n]));
+    }
+  }
   const PhaseShape all = shape_of(hops);
   set.bytes_per_s = all.bytes_per_s;
   set.latency_ns = all.latency_ns;

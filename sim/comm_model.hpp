@@ -72,6 +72,9 @@ struct PhaseShape {
 // The rings of one group's collectives.
 struct RingSet {
   std::vector<std::vector<int>> rings;  // each visits every member once
+  // Per ring, the route of hop i (ring[i] -> ring[i + 1], the last back to ring[0]): the
+  // router's cached routes, kept so a ring collective's flows skip the route look-up.
+  std::vector<std::vector<const RouteInfo*>> hop_routes;
   double bytes_per_s = 0;               // a ring hop's rate with all rings' hops running (PhaseShape)
   TimeNs latency_ns = 0;                // largest route latency of a hop
   HopClass hop_class = HopClass::nvlink;  // class of the slowest hop

@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_result.hpp"
 #include "sim/transfers.hpp"
@@ -53,22 +54,15 @@ struct StageTimes {
   std::vector<std::uint8_t> memory_bound;
 };
 
-// (time, rank) of a rank's earliest pending event, for the global min-heap of ranks.
-struct RankHead {
-  TimeNs time;
-  int rank;
-  bool operator>(const RankHead& o) const { return time != o.time ? time > o.time : rank > o.rank; }
-};
-
 class Simulation {
  public:
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
-        peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()), threads_(std::max(1, options.threads)), transfers_(graph, comm.router()) {
+        peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()),
+        threads_(std::max(1, options.threads)), transfers_(graph, comm.router()), heads_(program.plan.num_ranks()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
-    selected_.assign(n, 0);
     for (GroupState& g : groups_) {
       g.rendezvous.resize(n);
       g.rings.resize(n);
@@ -91,7 +85,7 @@ class Simulation {
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
       push_local(s, LocalEvent{0, 0, -1, 0});
-      heads_.push_back(RankHead{0, r});
+      heads_.set(r, 0);
     }
   }
 
@@ -99,22 +93,16 @@ class Simulation {
     tbb::task_arena arena(threads_);
     while (true) {
       const TimeNs net = network_next();
-      while (!heads_.empty() && !valid(heads_.front())) pop_head();
-      const TimeNs t = std::min(net, heads_.empty() ? Transfers::kNever : heads_.front().time);
+      const TimeNs t = std::min(net, heads_.min_time());
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
       active_.clear();
-      while (!heads_.empty() && heads_.front().time < window_end_) {
-        const int r = heads_.front().rank;
-        const bool ok = valid(heads_.front());
-        pop_head();
-        if (ok && !selected_[r]) {
-          selected_[r] = 1;
-          active_.push_back(r);
-        }
-      }
-      std::sort(active_.begin(), active_.end());
-      auto handle = [this](std::size_t i) { run_rank(ranks_[active_[i]], active_[i]); };
+      heads_.take_before(window_end_, active_);
+      auto handle = [this](std::size_t i) {
+        prefetch(i + 8, false);
+        prefetch(i + 4, true);
+        run_rank(ranks_[active_[i]], active_[i]);
+      };
       if (threads_ == 1 || active_.size() < kMinParallelRanks) {
         for (std::size_t i = 0; i < active_.size(); ++i) handle(i);
       } else {
@@ -134,19 +122,25 @@ class Simulation {
     s.queue.push_back(ev);
     std::push_heap(s.queue.begin(), s.queue.end(), std::greater<>());
   }
-  bool valid(const RankHead& h) const {
-    const RankState& s = ranks_[h.rank];
-    return !s.queue.empty() && s.queue.front().time == h.time;
+  // At 16K ranks the ranks' states do not fit in cache and a window visits each active rank
+  // once: fetch the state of the i-th active rank ahead of its turn (first the state and its
+  // queue, then the flags next to the op its next event ends). No effect on results.
+  void prefetch(std::size_t i, bool deep) const {
+    if (i >= active_.size()) return;
+    const RankState& s = ranks_[active_[i]];
+    if (!deep) {
+      const char* base = reinterpret_cast<const char*>(&s);
+      for (std::size_t line = 0; line < sizeof(RankState); line += 64) __builtin_prefetch(base + line);
+      return;
+    }
+    __builtin_prefetch(s.queue.data());
+    if (!s.queue.empty() && s.queue.front().op >= 0) __builtin_prefetch(s.done.data() + s.queue.front().op);
   }
-  void pop_head() {
-    std::pop_heap(heads_.begin(), heads_.end(), std::greater<>());
-    heads_.pop_back();
-  }
+
+  // Sets the rank's head time to its earliest pending event (a rank with none keeps no head).
   void push_head(int rank) {
     const RankState& s = ranks_[rank];
-    if (s.queue.empty()) return;
-    heads_.push_back(RankHead{s.queue.front().time, rank});
-    std::push_heap(heads_.begin(), heads_.end(), std::greater<>());
+    if (!s.queue.empty()) heads_.set(rank, s.queue.front().time);
   }
   TimeNs network_next() const {
     const TimeNs next = transfers_.next_event();
@@ -188,8 +182,11 @@ class Simulation {
       if (p.mem_changes[i].at_end == at_end) allocate(s, rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
   }
 
-  static bool deps_done(const RankState& s, const StageProgram& p, int op) {
-    for (int i = p.dep_begin[op]; i < p.dep_begin[op + 1]; ++i)
+  // Whether the dependencies of `op`, the next op of `stream`, are done; resumes after those
+  // found done before (done never reverts), so a long-blocked op is not rescanned.
+  static bool deps_done(RankState& s, const StageProgram& p, int stream, int op) {
+    int& known = s.deps_known[stream];
+    for (int i = p.dep_begin[op] + known; i < p.dep_begin[op + 1]; ++i, ++known)
       if (!s.done[p.deps[i]]) return false;
     return true;
   }
@@ -201,9 +198,10 @@ class Simulation {
     const auto& ops = p.stream_ops[stream];
     if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
     const int op = ops[s.next[stream]];
-    if (!deps_done(s, p, op)) return;
+    if (!deps_done(s, p, stream, op)) return;
     s.busy[stream] = true;
     ++s.next[stream];
+    s.deps_known[stream] = 0;
     apply_memory(s, rank, now, p, op, false);
     if (p.comm[op] != CommKind::none) {
       if (is_collective(p.comm[op])) ++s.collectives_in_flight;
@@ -261,10 +259,7 @@ class Simulation {
       apply(a);
     }
     run_network(window_end_ - 1);
-    for (int r : active_) {
-      selected_[r] = 0;
-      push_head(r);
-    }
+    for (int r : active_) push_head(r);
     if (sink_) write_records();
   }
 
@@ -452,8 +447,7 @@ class Simulation {
   std::vector<FinishedTransfer> finished_;
   TimeNs net_now_ = 0;           // the network's clock
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
-  std::vector<RankHead> heads_;  // min-heap; entries whose rank head moved are skipped
-  std::vector<char> selected_;   // rank is in active_
+  RankHeads heads_;              // head times of the ranks not in the current window
   std::vector<int> active_;      // ranks with events in the current window, ascending
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;

@@ -40,6 +40,7 @@ struct RankState {
   std::vector<std::uint8_t> done;
   std::array<int, kNumStreams> next{};
   std::array<bool, kNumStreams> busy{};
+  std::array<int, kNumStreams> deps_known{};  // leading dependencies of the stream's next op found done
   int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
   int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
   std::array<double, kNumMemCategories> mem{};

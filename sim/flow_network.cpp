@@ -1,5 +1,5 @@
-// Max-min fair flow-level network: incremental component solves by progressive filling, lazy
-// per-flow progress and a lazy heap of finish times.
+// Max-min fair flow-level network: incremental component solves by progressive filling over the
+// links that can bind, lazy per-flow progress and a lazy heap of finish times.
 #include "sim/flow_network.hpp"
 
 #include <algorithm>
@@ -17,6 +17,8 @@ FlowNetwork::FlowNetwork(std::vector<double> link_bytes_per_s)
       link_busy_s_(capacity_.size(), 0.0),
       busy_since_(capacity_.size(), 0),
       link_dirty_(capacity_.size(), 0),
+      coupling_(capacity_.size(), 0),
+      load_(capacity_.size(), 0.0),
       link_seen_(capacity_.size(), 0),
       residual_(capacity_.size(), 0.0),
       unfixed_(capacity_.size(), 0),
@@ -37,6 +39,7 @@ void FlowNetwork::set_rate(int id, double rate) {
   if (rate == f.rate) return;
   f.remaining = remaining_now(f);
   f.updated_at = now_;
+  for (int l : f.links) load_[l] += rate - f.rate;
   f.rate = rate;
   schedule(id);
 }
@@ -110,8 +113,9 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
     assert(l >= 0 && l < static_cast<int>(capacity_.size()));
     if (link_flows_[l].empty()) busy_since_[l] = now_;
     link_flows_[l].push_back(id);
-    mark_dirty(l);
+    if (coupling_[l]) mark_dirty(l);
   }
+  dirty_flows_.push_back(id);
   return id;
 }
 
@@ -121,34 +125,53 @@ void FlowNetwork::advance(TimeNs now) {
 }
 
 void FlowNetwork::solve() {
-  if (dirty_links_.empty()) return;
-  // BFS link -> flows on it -> their links, starting from every dirty link.
+  while (!dirty_links_.empty() || !dirty_flows_.empty()) {
+    solve_component();
+    couple_overfilled(comp_flows_);  // marks what must be solved again
+  }
+}
+
+// One solve of everything reachable from the dirty links and flows through coupling links:
+// BFS coupling link -> flows on it -> their coupling links.
+void FlowNetwork::solve_component() {
   comp_links_.clear();
   comp_flows_.clear();
+  auto visit_flow = [this](int f) {
+    if (flow_seen_[f]) return;
+    flow_seen_[f] = 1;
+    comp_flows_.push_back(f);
+    for (int l : flows_[f].links) {
+      if (coupling_[l] && !link_seen_[l]) {
+        link_seen_[l] = 1;
+        comp_links_.push_back(l);
+      }
+    }
+  };
   for (int l : dirty_links_) {
     link_dirty_[l] = 0;
-    if (!link_seen_[l]) {
+    if (coupling_[l] && !link_seen_[l]) {
       link_seen_[l] = 1;
       comp_links_.push_back(l);
     }
   }
   dirty_links_.clear();
-  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    for (int f : link_flows_[comp_links_[i]]) {
-      if (flow_seen_[f]) continue;
-      flow_seen_[f] = 1;
-      comp_flows_.push_back(f);
-      for (int l : flows_[f].links) {
-        if (!link_seen_[l]) {
-          link_seen_[l] = 1;
-          comp_links_.push_back(l);
-        }
-      }
-    }
-  }
+  for (int f : dirty_flows_)
+    if (flows_[f].active) visit_flow(f);
+  dirty_flows_.clear();
+  for (std::size_t i = 0; i < comp_links_.size(); ++i)
+    for (int f : link_flows_[comp_links_[i]]) visit_flow(f);
   for (int l : comp_links_) link_seen_[l] = 0;
   for (int f : comp_flows_) flow_seen_[f] = 0;
   fill(comp_flows_, comp_links_);
+}
+
+void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
+  for (int f : flows)
+    for (int l : flows_[f].links)
+      if (!coupling_[l] && load_[l] > capacity_[l] * (1 - 1e-9)) {
+        coupling_[l] = 1;
+        mark_dirty(l);
+      }
 }
 
 // Progressive filling: repeatedly the link with the smallest fair share residual / unfixed flows
@@ -164,31 +187,49 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     link_pos_[l] = static_cast<int>(i);
     if (unfixed_[l] > 0) heap_.emplace_back(residual_[l] / unfixed_[l], static_cast<int>(i));
   }
+  bound_.resize(flows.size());
+  for (std::size_t i = 0; i < flows.size(); ++i) {
+    double bound = std::numeric_limits<double>::infinity();
+    for (int l : flows_[flows[i]].links)
+      if (!coupling_[l]) bound = std::min(bound, capacity_[l]);
+    bound_[i] = bound;
+    if (bound < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound, -1 - static_cast<int>(i));
+    fixed_[flows[i]] = 0;
+  }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
-  for (int f : flows) fixed_[f] = 0;
   std::size_t left = flows.size();
+  auto fix = [&](int f, double share, int best) {
+    fixed_[f] = 1;
+    --left;
+    set_rate(f, share);
+    for (int l : flows_[f].links) {
+      if (!coupling_[l]) continue;
+      residual_[l] = std::max(0.0, residual_[l] - share);
+      --unfixed_[l];
+      if (l != best && unfixed_[l] > 0) {
+        heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      }
+    }
+  };
   while (left > 0) {
     assert(!heap_.empty());
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const auto [share, pos] = heap_.back();
     heap_.pop_back();
+    if (pos < 0) {  // a flow's relaxed-link bound
+      const int f = flows[-1 - pos];
+      if (!fixed_[f]) fix(f, share, -1);
+      continue;
+    }
     const int best = links[pos];
     if (unfixed_[best] == 0 || residual_[best] / unfixed_[best] != share) continue;  // stale entry
-    for (int f : link_flows_[best]) {
-      if (fixed_[f]) continue;
-      fixed_[f] = 1;
-      --left;
-      set_rate(f, share);
-      for (int l : flows_[f].links) {
-        residual_[l] = std::max(0.0, residual_[l] - share);
-        --unfixed_[l];
-        if (l != best && unfixed_[l] > 0) {
-          heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
-          std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-        }
-      }
-    }
+    for (int f : link_flows_[best])
+      if (!fixed_[f]) fix(f, share, best);
   }
+  // A coupling link the solve left with spare capacity binds none of its flows: relax it.
+  for (int l : links)
+    if (residual_[l] > 1e-6 * capacity_[l]) coupling_[l] = 0;
 }
 
 std::pair<TimeNs, int> FlowNetwork::next_completion() const {
@@ -218,8 +259,13 @@ void FlowNetwork::remove_flow(int id) {
     std::vector<int>& on = link_flows_[l];
     on.erase(std::find(on.begin(), on.end(), id));
     link_bytes_[l] += f.size;
-    if (on.empty()) link_busy_s_[l] += ns_to_seconds(now_ - busy_since_[l]);
-    mark_dirty(l);
+    load_[l] -= f.rate;
+    if (on.empty()) {
+      link_busy_s_[l] += ns_to_seconds(now_ - busy_since_[l]);
+      load_[l] = 0;
+    }
+    // Other flows can only gain where the link couples them; a relaxed link bound none.
+    if (coupling_[l]) mark_dirty(l);
   }
   f.active = false;
   f.rate = 0;

@@ -1,6 +1,10 @@
 // FlowNetwork: transfers as flows over routes of directed links; flows sharing a link share its
 // capacity by max-min fairness (progressive filling). Rates are recomputed only for the connected
-// component (flows linked through shared links) touched since the last solve. Progress is lazy:
+// component (flows linked through shared links) touched since the last solve, and only links that
+// can bind couple flows into components: a link whose flows' rates sum to less than its capacity
+// is relaxed (it only caps each of its flows at its capacity), which leaves the max-min
+// allocation unchanged; a relaxed link that would be overfilled couples again and its component
+// is re-solved, and a coupling link left with spare capacity after a solve is relaxed. Progress is lazy:
 // each flow keeps its remaining bytes as of its last rate change, and finish times sit in an
 // lazy min-heap (an entry is stale once its flow's epoch moved on), so advancing time and
 // finding the next completion cost O(1) / amortised O(log n).
@@ -57,7 +61,10 @@ class FlowNetwork {
   void schedule(int id);
   void mark_dirty(int link);
   void remove_flow(int id);
+  void solve_component();
   void fill(const std::vector<int>& flows, const std::vector<int>& links);
+  // Couples (and marks dirty) every relaxed link of these flows that its flows' rates overfill.
+  void couple_overfilled(const std::vector<int>& flows);
 
   std::vector<double> capacity_;
   std::vector<std::vector<int>> link_flows_;  // active flow ids per link, in insertion order
@@ -84,6 +91,9 @@ class FlowNetwork {
 
   std::vector<int> dirty_links_;
   std::vector<char> link_dirty_;
+  std::vector<int> dirty_flows_;   // flows added since the last solve (they need a rate)
+  std::vector<char> coupling_;     // per link: couples its flows in solves (else relaxed)
+  std::vector<double> load_;       // per link: sum of its flows' rates
   // Scratch for solve(), sized once per link / flow and reset after each use.
   std::vector<char> link_seen_;
   std::vector<char> flow_seen_;
@@ -93,7 +103,10 @@ class FlowNetwork {
   std::vector<int> unfixed_;
   std::vector<char> fixed_;
   std::vector<int> link_pos_;                   // link -> its position in the component's links
-  std::vector<std::pair<double, int>> heap_;    // (fair share, position): min-heap of fill()
+  std::vector<double> bound_;                   // per component flow: least capacity of its relaxed links
+  // (fair share, position): min-heap of fill(); position >= 0 a link of the component, -1 - i
+  // the relaxed-link bound of the component's flow i.
+  std::vector<std::pair<double, int>> heap_;
 };
 
 }  // namespace dtsim

@@ -105,9 +105,13 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
   }
   const double hop_bytes =
       CommModel::bytes_per_hop(kind, bytes / static_cast<double>(rings.rings.size()), n) / cost.wire_factor;
-  for (const std::vector<int>& ring : rings.rings)
+  for (std::size_t r = 0; r < rings.rings.size(); ++r) {
+    const std::vector<int>& ring = rings.rings[r];
+    const bool routed = r < rings.hop_routes.size() && static_cast<int>(rings.hop_routes[r].size()) == n;
     for (int i = 0; i < n; ++i)  // a broadcast's ring ends where it began: no hop back to the root
-      if (kind != CommKind::broadcast || i + 1 < n) hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes});
+      if (kind != CommKind::broadcast || i + 1 < n)
+        hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes, 0, routed ? rings.hop_routes[r][i] : nullptr});
+  }
 }
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
@@ -144,7 +148,7 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
   t.phase_start_ns = now;
   for (const HopFlow& f : flows) {
     if (f.phase != t.phase || f.bytes <= 0 || f.src_gpu == f.dst_gpu) continue;
-    const int flow = net_.add_flow(router_.route(f.src_gpu, f.dst_gpu).links, f.bytes, now);
+    const int flow = net_.add_flow((f.route ? *f.route : router_.route(f.src_gpu, f.dst_gpu)).links, f.bytes, now);
     if (flow >= static_cast<int>(owner_.size())) owner_.resize(flow + 1, -1);
     owner_[flow] = id;
     ++t.pending;

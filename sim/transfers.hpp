@@ -25,6 +25,7 @@ struct HopFlow {
   int src_gpu, dst_gpu;
   double bytes;
   int phase = 0;  // which phase of the transfer (0 unless hierarchical)
+  const RouteInfo* route = nullptr;  // src -> dst when the caller has it, else looked up
 };
 
 struct FinishedTransfer {

@@ -182,3 +182,47 @@ TEST_CASE("determinism: the same sequence twice gives the same completions", "[f
   CHECK(first.size() >= 30);
   CHECK(first == second);
 }
+
+TEST_CASE("a shared link relaxed while it has room couples again when a later flow would overfill it", "[flow]") {
+  // Links: A(10) private to flow a, B(100) private to flow b, S(60) shared by both.
+  FlowNetwork net({10.0, 100.0, 60.0});
+  const std::vector<int> as = {0, 2}, bs = {1, 2};
+  const int a = net.add_flow(as, 100.0, 0);
+  net.solve();
+  CHECK(net.rate(a) == Approx(10.0));  // A binds; S carries 10 of 60
+  // Alone b would take 60 on S, overfilling it (10 + 60 > 60): S couples, a keeps 10 (A binds),
+  // b gets the 50 left on S.
+  const int b = net.add_flow(bs, 800.0, 0);
+  net.solve();
+  CHECK(net.rate(a) == Approx(10.0));
+  CHECK(net.rate(b) == Approx(50.0));
+  // a: 100 B / 10 B/s ends at 10 s; b has 800 - 500 = 300 B left, then alone at 60: 5 s more.
+  auto [t, id] = net.next_completion();
+  CHECK(id == a);
+  CHECK(t == seconds_to_ns(10.0));
+  CHECK(step(net, t) == std::vector<int>{a});
+  CHECK(net.rate(b) == Approx(60.0));
+  std::tie(t, id) = net.next_completion();
+  CHECK(id == b);
+  CHECK(t == seconds_to_ns(15.0));
+}
+
+TEST_CASE("relaxed links give the same rates as a fully coupled solve on a chain of shared links", "[flow]") {
+  // Flows added one by one, each solve in between: f1 on L0 L1, f2 on L1 L2, f3 on L2 L3, f4 on L3.
+  // Capacities 4, 9, 7, 12. Shares L0 4/1, L1 9/2, L2 7/2, L3 12/2: L2 binds first, f2 = f3 =
+  // 3.5; then L0 (4 < L1's 9 - 3.5 = 5.5): f1 = 4; then L3: f4 = 12 - 3.5 = 8.5.
+  FlowNetwork net({4.0, 9.0, 7.0, 12.0});
+  const std::vector<int> r1 = {0, 1}, r2 = {1, 2}, r3 = {2, 3}, r4 = {3};
+  const int f1 = net.add_flow(r1, 1e6, 0);
+  net.solve();
+  const int f2 = net.add_flow(r2, 1e6, 0);
+  net.solve();
+  const int f3 = net.add_flow(r3, 1e6, 0);
+  net.solve();
+  const int f4 = net.add_flow(r4, 1e6, 0);
+  net.solve();
+  CHECK(net.rate(f1) == Approx(4.0));
+  CHECK(net.rate(f2) == Approx(3.5));
+  CHECK(net.rate(f3) == Approx(3.5));
+  CHECK(net.rate(f4) == Approx(8.5));
+}
