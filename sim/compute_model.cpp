@@ -21,18 +21,16 @@ double depth_factor(double k) { return k / (k + ComputeModel::kDepthOverhead); }
 }  // namespace
 
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention)
-    : gpu_(gpu), precision_(precision), peak_(gpu.peak_flops(precision)), attention_(attention) {
+    : gpu_(gpu), precision_(precision), attention_(attention) {
   hbm_rate_ = gpu.measured_hbm_bytes_per_s > 0 ? gpu.measured_hbm_bytes_per_s
                                                : gpu.hbm_bytes_per_s * kDefaultHbmEfficiency;
   // FP8 runs the linear layers' GEMMs in FP8 (Transformer Engine); attention, the LM head and
-  // the rest stay in BF16, at the BF16 peak and scale.
-  const Precision other = precision == Precision::fp8 ? Precision::bf16 : precision;
-  other_peak_ = gpu.peak_flops(other);
-  matmul_scale_ = matmul_scale(precision);
-  other_matmul_scale_ = matmul_scale(other);
+  // the rest stay in BF16.
+  run_ = matmul_rate(precision);
+  other_ = precision == Precision::fp8 ? matmul_rate(Precision::bf16) : run_;
 }
 
-double ComputeModel::matmul_scale(Precision precision) const {
+ComputeModel::MatmulRate ComputeModel::matmul_rate(Precision precision) const {
   double sustained = kDefaultMatmulEfficiency * kSustainedOverBest;
   if (precision == Precision::bf16 || precision == Precision::fp16) {
     if (gpu_.sustained_matmul_bf16_flops > 0) sustained = gpu_.sustained_matmul_bf16_flops / gpu_.bf16_flops;
@@ -44,7 +42,7 @@ double ComputeModel::matmul_scale(Precision precision) const {
       sustained = gpu_.measured_matmul_fp8_flops / gpu_.fp8_flops * kSustainedOverBest;
   }
   // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
-  return sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1);
+  return {gpu_.peak_flops(precision), sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1)};
 }
 
 double ComputeModel::comm_overlap_slowdown() const {
@@ -70,14 +68,17 @@ double ComputeModel::shape_efficiency(double m, double n, double k, double batch
   return best * depth_factor(k);
 }
 
+double ComputeModel::efficiency(const MatmulRate& rate, double m, double n, double k, double batch) const {
+  return std::min(1.0, rate.scale * shape_efficiency(m, n, k, batch));
+}
+
 double ComputeModel::gemm_efficiency(double m, double n, double k, double batch) const {
-  return std::min(1.0, matmul_scale_ * shape_efficiency(m, n, k, batch));
+  return efficiency(run_, m, n, k, batch);
 }
 
 double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bool fp8) const {
-  if (fp8) return 2 * m * n * k * batch / (peak_ * gemm_efficiency(m, n, k, batch));
-  const double eff = std::min(1.0, other_matmul_scale_ * shape_efficiency(m, n, k, batch));
-  return 2 * m * n * k * batch / (other_peak_ * eff);
+  const MatmulRate& rate = fp8 ? run_ : other_;
+  return 2 * m * n * k * batch / (rate.peak * efficiency(rate, m, n, k, batch));
 }
 
 bool ComputeModel::fp8_gemm(OpKind kind) const {
@@ -113,8 +114,7 @@ double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) cons
   const double d = p.gemm_k[op];
   const double at_128 = gpu_.flash_attention_fraction > 0
                             ? gpu_.flash_attention_fraction
-                            : 0.8 * std::min(1.0, other_matmul_scale_ * shape_efficiency(kReferenceSize, kReferenceSize,
-                                                                                          kReferenceSize, 1));
+                            : 0.8 * efficiency(other_, kReferenceSize, kReferenceSize, kReferenceSize, 1);
   double eff = std::min(1.0, at_128 * (d / (d + 32)) / (128.0 / 160.0));
   double work = 0.5 * p.flops[op];
   const bool triton = attention_ == Attention::flash_triton;
@@ -124,7 +124,7 @@ double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) cons
   } else if (triton) {
     eff /= kTritonForwardSlowdown;
   }
-  return work / (other_peak_ * eff);
+  return work / (other_.peak * eff);
 }
 
 OpTiming ComputeModel::time(const StageProgram& p, int op) const {

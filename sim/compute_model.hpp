@@ -30,7 +30,7 @@ class ComputeModel {
   OpTiming time(const StageProgram& program, int op) const;
   // Fraction of the precision's peak that a [m x k] x [k x n] GEMM, `batch` times, reaches.
   double gemm_efficiency(double m, double n, double k, double batch) const;
-  double peak_flops() const { return peak_; }
+  double peak_flops() const { return run_.peak; }
   // Slowdown of a kernel that runs while a NCCL collective's kernel is resident: the collective
   // holds one SM per channel, kNcclChannels of them on NVLink GPUs (and takes its share of HBM
   // bandwidth with them), kNcclPcieChannels on PCIe-only ones.
@@ -74,8 +74,13 @@ class ComputeModel {
  private:
   // Shape losses alone (tiles, waves, operand traffic, K prologue), before the GPU's scale.
   double shape_efficiency(double m, double n, double k, double batch) const;
-  double matmul_scale(Precision precision) const;
-  // fp8: at the FP8 peak and scale, else at the BF16 (or the run's) precision.
+  // A precision's dense peak and the scale that anchors shape_efficiency on its sustained rate.
+  struct MatmulRate {
+    double peak = 0, scale = 0;
+  };
+  MatmulRate matmul_rate(Precision precision) const;
+  double efficiency(const MatmulRate& rate, double m, double n, double k, double batch) const;
+  // fp8: at the run's (FP8) rate, else at other_ (BF16 under FP8; the run's rate otherwise).
   double gemm_seconds(double m, double n, double k, double batch, bool fp8) const;
   double flash_attention_seconds(const StageProgram& p, int op) const;
   bool fp8_gemm(OpKind kind) const;
@@ -83,10 +88,10 @@ class ComputeModel {
 
   const GpuSpec& gpu_;
   Precision precision_;
-  // peak_/matmul_scale_: the run's precision; other_*: the precision of the ops that FP8 leaves
-  // in BF16 (the same as the run's for every other precision).
-  double peak_ = 0, matmul_scale_ = 0, other_peak_ = 0, other_matmul_scale_ = 0, hbm_rate_ = 0;
   Attention attention_;
+  // run_: the run's precision; other_: the ops FP8 leaves in BF16 (run_ for other precisions).
+  MatmulRate run_, other_;
+  double hbm_rate_ = 0;
 };
 
 }  // namespace dtsim

@@ -82,13 +82,9 @@ bool megatron_before_2022(const std::string& framework) {
 // Megatron-LM fuses the weight-gradient accumulation into its GEMMs from 2022 on; earlier
 // Megatron and the PyTorch-autograd frameworks (DDP, FSDP, DeepSpeed) add each micro-batch's
 // gradients with a kernel of their own.
-bool fused_grad_accumulation_of(const std::string& framework) {
-  return contains(framework, "megatron") && !megatron_before_2022(framework);
-}
-
-// Megatron-LM overlaps the backward pass's TP communication with the weight-gradient GEMMs
+// Megatron-LM also overlaps the backward pass's TP communication with the weight-gradient GEMMs
 // from 2022 on (asynchronous TP all-reduce; with SP, the re-gather and the reduce-scatter).
-bool tp_overlap_of(const std::string& framework) {
+bool megatron_from_2022(const std::string& framework) {
   return contains(framework, "megatron") && !megatron_before_2022(framework);
 }
 
@@ -142,8 +138,8 @@ std::vector<std::string> overrides(const std::map<std::string, std::string>& r) 
       fmt::format("--parallel.zero_stage={}", zero_stage_of(get("zero_or_sharding"))),
       std::string("--parallel.sequence_parallel=") + (get("sequence_parallel") == "yes" ? "true" : "false"),
       std::string("--parallel.dp_overlap=") + (dp_overlap_of(get("framework")) ? "true" : "false"),
-      std::string("--training.fused_grad_accumulation=") + (fused_grad_accumulation_of(get("framework")) ? "true" : "false"),
-      std::string("--parallel.tp_overlap=") + (tp_overlap_of(get("framework")) ? "true" : "false"),
+      std::string("--training.fused_grad_accumulation=") + (megatron_from_2022(get("framework")) ? "true" : "false"),
+      std::string("--parallel.tp_overlap=") + (megatron_from_2022(get("framework")) ? "true" : "false"),
       std::string("--parallel.grad_reduce_fp32=") + (grad_reduce_fp32_of(get("framework"), precision_of(get("precision"))) ? "true" : "false"),
       std::string("--training.dropout=") + (dropout_of(get("framework")) ? "true" : "false"),
       "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
