@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "sim/engine_deps.hpp"
 #include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_result.hpp"
@@ -76,12 +77,12 @@ class Simulation {
         t.memory_bound.push_back(stage.comm[i] != CommKind::none ? 0 : timing.memory_bound);
       }
       times_.push_back(std::move(t));
+      deps_.emplace_back(stage);
     }
     for (int r = 0; r < n; ++r) {
       RankState& s = ranks_[r];
       const RankCoords c = plan_.coords(r);
       s.stage = c.pp;
-      s.done.assign(program.stages[s.stage].size(), 0);
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
       push_local(s, LocalEvent{0, 0, -1, 0});
@@ -123,8 +124,8 @@ class Simulation {
     std::push_heap(s.queue.begin(), s.queue.end(), std::greater<>());
   }
   // At 16K ranks the ranks' states do not fit in cache and a window visits each active rank
-  // once: fetch the state of the i-th active rank ahead of its turn (first the state and its
-  // queue, then the flags next to the op its next event ends). No effect on results.
+  // once: fetch the state of the i-th active rank ahead of its turn (first the state, then its
+  // queue). No effect on results.
   void prefetch(std::size_t i, bool deep) const {
     if (i >= active_.size()) return;
     const RankState& s = ranks_[active_[i]];
@@ -134,7 +135,6 @@ class Simulation {
       return;
     }
     __builtin_prefetch(s.queue.data());
-    if (!s.queue.empty() && s.queue.front().op >= 0) __builtin_prefetch(s.done.data() + s.queue.front().op);
   }
 
   // Sets the rank's head time to its earliest pending event (a rank with none keeps no head).
@@ -182,12 +182,17 @@ class Simulation {
       if (p.mem_changes[i].at_end == at_end) allocate(s, rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
   }
 
-  // Whether the dependencies of `op`, the next op of `stream`, are done; resumes after those
-  // found done before (done never reverts), so a long-blocked op is not rescanned.
-  static bool deps_done(RankState& s, const StageProgram& p, int stream, int op) {
+  // Whether the dependencies of `op`, the next op of `stream`, are done (engine_deps.hpp);
+  // resumes after those found done before (done never reverts), so a long-blocked op is not
+  // rescanned.
+  bool deps_done(RankState& s, int stream, int op) const {
+    const StageDeps& d = deps_[s.stage];
     int& known = s.deps_known[stream];
-    for (int i = p.dep_begin[op] + known; i < p.dep_begin[op + 1]; ++i, ++known)
-      if (!s.done[p.deps[i]]) return false;
+    for (int i = d.begin[op] + known; i < d.begin[op + 1]; ++i, ++known) {
+      const SeqPos dep = d.deps[i];
+      const int completed = dep.seq < kNumStreams ? s.next[dep.seq] - s.busy[dep.seq] : s.recv_done[dep.seq - kNumStreams];
+      if (dep.pos >= completed) return false;
+    }
     return true;
   }
 
@@ -198,7 +203,7 @@ class Simulation {
     const auto& ops = p.stream_ops[stream];
     if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
     const int op = ops[s.next[stream]];
-    if (!deps_done(s, p, stream, op)) return;
+    if (!deps_done(s, stream, op)) return;
     s.busy[stream] = true;
     ++s.next[stream];
     s.deps_known[stream] = 0;
@@ -222,9 +227,14 @@ class Simulation {
     const StageProgram& p = program_.stages[s.stage];
     const int op = ev.op;
     apply_memory(s, rank, ev.time, p, op, true);
-    s.done[op] = 1;
     ++s.events;
     const CommKind comm = p.comm[op];
+    if (comm == CommKind::recv) {
+      const SeqPos w = deps_[s.stage].where[op];
+      int& received = s.recv_done[w.seq - kNumStreams];
+      if (w.pos != received) throw std::logic_error("engine: a receive finished out of its peer's send order");
+      ++received;
+    }
     if (p.gemm_m[op] > 0) (p.phase[op] == Phase::recompute ? s.recompute_flops : s.model_flops) += p.flops[op];
     if (s.traced) {
       const std::int8_t category = comm != CommKind::none ? 2 : times_[s.stage].memory_bound[op] ? 1 : 0;
@@ -439,6 +449,7 @@ class Simulation {
   int threads_;
   std::vector<RankState> ranks_;
   std::vector<StageTimes> times_;
+  std::vector<StageDeps> deps_;
   GroupState groups_[5];  // TP, DP, embedding, EP, expert DP
   Transfers transfers_;
   std::vector<CommSlot> slots_;  // what each transfer completes, indexed by its tag

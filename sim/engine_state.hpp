@@ -37,11 +37,11 @@ struct RankState {
   int stage = 0;
   bool traced = false;
   double speed = 1;  // compute speed factor
-  std::vector<std::uint8_t> done;
   std::array<int, kNumStreams> next{};
   std::array<bool, kNumStreams> busy{};
   std::array<int, kNumStreams> deps_known{};  // leading dependencies of the stream's next op found done
   int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
+  std::array<int, 2> recv_done{};    // receives finished so far, from the previous and the next stage
   int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
   std::array<double, kNumMemCategories> mem{};
   double peak = 0;

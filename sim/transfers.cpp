@@ -20,16 +20,18 @@ namespace {
 
 // Double binary tree: per channel, a chain through each node's members (the channel's rotated
 // order) and two binary trees over the nodes' chain heads (heap order, the second mirrored),
-// each carrying half the channel's share up (reduce) and down (broadcast).
+// each carrying half the channel's share up (reduce) and down (broadcast). Each tree is one
+// pipelined chain.
 void lower_tree(double bytes, const RingSet& rings, const CollectiveCost& cost, std::vector<HopFlow>& hops) {
   const int m = rings.members_per_node, nodes = rings.nodes();
   const double share = bytes / static_cast<double>(rings.rings.size()) / 2 / cost.wire_factor;
+  int chain = 0;
   auto both = [&](int a, int b) {
-    hops.push_back(HopFlow{a, b, share});
-    hops.push_back(HopFlow{b, a, share});
+    hops.push_back(HopFlow{a, b, share, 0, nullptr, chain});
+    hops.push_back(HopFlow{b, a, share, 0, nullptr, chain});
   };
   for (const std::vector<int>& ring : rings.rings) {
-    for (int tree = 0; tree < 2; ++tree) {
+    for (int tree = 0; tree < 2; ++tree, ++chain) {
       auto head = [&](int position) {
         const int node = tree == 0 ? position : nodes - 1 - position;
         return ring[node * m];
@@ -42,7 +44,8 @@ void lower_tree(double bytes, const RingSet& rings, const CollectiveCost& cost, 
 }
 
 // Hierarchical: each phase's rings (CommModel::hierarchical_phases) with the phase's bytes per
-// hop: one ring per node over its members, or one ring per local rank over the nodes.
+// hop: one ring per node over its members, or one ring per local rank over the nodes; each ring
+// one chain.
 void lower_hierarchical(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
                         std::vector<HopFlow>& hops) {
   const int m = rings.members_per_node, nodes = rings.nodes();
@@ -54,8 +57,8 @@ void lower_hierarchical(CommKind kind, double bytes, const RingSet& rings, const
     const int phase = static_cast<int>(k);
     for (int node = 0; node < nodes; ++node)
       for (int i = 0; i < m; ++i) {
-        if (ph.intra) hops.push_back(HopFlow{order[node * m + i], order[node * m + (i + 1) % m], hop_bytes, phase});
-        else hops.push_back(HopFlow{order[node * m + i], order[(node + 1) % nodes * m + i], hop_bytes, phase});
+        if (ph.intra) hops.push_back(HopFlow{order[node * m + i], order[node * m + (i + 1) % m], hop_bytes, phase, nullptr, node});
+        else hops.push_back(HopFlow{order[node * m + i], order[(node + 1) % nodes * m + i], hop_bytes, phase, nullptr, i});
       }
   }
 }
@@ -110,7 +113,8 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
     const bool routed = r < rings.hop_routes.size() && static_cast<int>(rings.hop_routes[r].size()) == n;
     for (int i = 0; i < n; ++i)  // a broadcast's ring ends where it began: no hop back to the root
       if (kind != CommKind::broadcast || i + 1 < n)
-        hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes, 0, routed ? rings.hop_routes[r][i] : nullptr});
+        hops.push_back(HopFlow{ring[i], ring[(i + 1) % n], hop_bytes, 0, routed ? rings.hop_routes[r][i] : nullptr,
+                               static_cast<int>(r)});
   }
 }
 
@@ -146,12 +150,31 @@ void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, std::span<c
 void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows) {
   Transfer& t = transfers_[id];
   t.phase_start_ns = now;
-  for (const HopFlow& f : flows) {
-    if (f.phase != t.phase || f.bytes <= 0 || f.src_gpu == f.dst_gpu) continue;
-    const int flow = net_.add_flow((f.route ? *f.route : router_.route(f.src_gpu, f.dst_gpu)).links, f.bytes, now);
+  auto add = [&](std::span<const int> links, double bytes) {
+    const int flow = net_.add_flow(links, bytes, now);
     if (flow >= static_cast<int>(owner_.size())) owner_.resize(flow + 1, -1);
     owner_[flow] = id;
     ++t.pending;
+  };
+  for (std::size_t i = 0; i < flows.size();) {
+    const HopFlow& f = flows[i];
+    if (f.phase != t.phase || f.bytes <= 0) {
+      ++i;
+      continue;
+    }
+    // The hops of f's chain (f alone when it has none).
+    std::size_t end = i + 1;
+    if (f.chain >= 0)
+      while (end < flows.size() && flows[end].phase == f.phase && flows[end].chain == f.chain) ++end;
+    links_scratch_.clear();
+    for (std::size_t k = i; k < end; ++k) {
+      const HopFlow& hop = flows[k];
+      if (hop.src_gpu == hop.dst_gpu) continue;
+      const std::vector<int>& route = (hop.route ? *hop.route : router_.route(hop.src_gpu, hop.dst_gpu)).links;
+      links_scratch_.insert(links_scratch_.end(), route.begin(), route.end());
+    }
+    if (!links_scratch_.empty()) add(links_scratch_, f.bytes);
+    i = end;
   }
   if (t.pending > 0) return;
   if (t.phase + 1 < static_cast<int>(t.tails.size())) due_.emplace(now + t.tails[t.phase], id);

@@ -1,6 +1,8 @@
 // Transfers: sends and collectives lowered to flows on the flow network. A send is one flow on
-// its route; a ring collective is one flow per hop of each of its rings, each carrying the bytes
-// that hop moves over the whole algorithm. A transfer ends when its last flow ends plus its
+// its route. A ring (or tree) collective is one flow per ring: NCCL pipelines a ring's chunks
+// through bounded buffers, so every hop moves at the pace of the slowest, and the ring is one
+// flow over the links of all its hops (a link two hops cross counts twice), carrying the bytes
+// each hop moves over the whole algorithm. A transfer ends when its last flow ends plus its
 // latency tail (the per-step latencies of the algorithm). A hierarchical collective has two or
 // three phases: a phase's flows start when the previous phase's flows have all ended and its
 // tail has passed. Concurrent transfers that cross a link share it.
@@ -26,6 +28,10 @@ struct HopFlow {
   double bytes;
   int phase = 0;  // which phase of the transfer (0 unless hierarchical)
   const RouteInfo* route = nullptr;  // src -> dst when the caller has it, else looked up
+  // Consecutive hops of one phase with the same chain >= 0 are one pipelined ring (or tree):
+  // one flow over all their routes, with the bytes of one hop (they all move the same). -1: a
+  // flow of its own (sends, all-to-all pairs).
+  int chain = -1;
 };
 
 struct FinishedTransfer {
@@ -34,8 +40,9 @@ struct FinishedTransfer {
   TimeNs end_ns;    // last flow end + latency tail
 };
 
-// Lowers a collective on `rings` to one flow per ring hop into `hops` (each ring carries its
-// share of the bytes, inflated by the protocol's wire factor); `cost` is from CommModel::cost.
+// Lowers a collective on `rings` to its hops into `hops`, each ring's hops one chain (each ring
+// carries its share of the bytes, inflated by the protocol's wire factor); `cost` is from
+// CommModel::cost.
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
                       std::vector<HopFlow>& hops);
 
@@ -79,6 +86,7 @@ class Transfers {
   std::vector<int> instant_;       // transfers with no flow left to wait for
   std::set<std::pair<TimeNs, int>> due_;  // (start time, transfer) of phases waiting for their start
   std::vector<int> done_scratch_;
+  std::vector<int> links_scratch_;  // the links of one chain's flow
 };
 
 }  // namespace dtsim
