@@ -64,6 +64,7 @@ class Simulation {
         threads_(std::max(1, options.threads)), transfers_(graph, comm.router()), heads_(program.plan.num_ranks()) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
+    send_paths_.resize(2 * static_cast<std::size_t>(n));
     for (GroupState& g : groups_) {
       g.rendezvous.resize(n);
       g.rings.resize(n);
@@ -182,28 +183,38 @@ class Simulation {
       if (p.mem_changes[i].at_end == at_end) allocate(s, rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
   }
 
-  // Whether the dependencies of `op`, the next op of `stream`, are done (engine_deps.hpp);
-  // resumes after those found done before (done never reverts), so a long-blocked op is not
-  // rescanned.
-  bool deps_done(RankState& s, int stream, int op) const {
+  // The sequence (engine_deps.hpp) whose progress `op`, the next op of `stream`, waits for, or
+  // -1 when its dependencies are done; resumes after those found done before (done never
+  // reverts), so a long-blocked op is not rescanned.
+  int blocking_sequence(RankState& s, int stream, int op) const {
     const StageDeps& d = deps_[s.stage];
     int& known = s.deps_known[stream];
     for (int i = d.begin[op] + known; i < d.begin[op + 1]; ++i, ++known) {
       const SeqPos dep = d.deps[i];
       const int completed = dep.seq < kNumStreams ? s.next[dep.seq] - s.busy[dep.seq] : s.recv_done[dep.seq - kNumStreams];
-      if (dep.pos >= completed) return false;
+      if (dep.pos >= completed) return dep.seq;
     }
-    return true;
+    return -1;
   }
 
-  // pipeline_wait: the op that just ended brought a pipeline message (a receive, or the TP
-  // all-gather of a scattered one), so a compute gap it ends is a bubble.
+  // Starts the next op of `stream` if it can start now, and records what the stream waits for
+  // next (RankState::waits_on). pipeline_wait: the op that just ended brought a pipeline message
+  // (a receive, or the TP all-gather of a scattered one), so a compute gap it ends is a bubble.
   void try_start(RankState& s, int rank, int stream, TimeNs now, bool pipeline_wait) {
     const StageProgram& p = program_.stages[s.stage];
     const auto& ops = p.stream_ops[stream];
-    if (s.busy[stream] || s.next[stream] >= static_cast<int>(ops.size())) return;
+    if (s.busy[stream]) return;
+    if (s.next[stream] >= static_cast<int>(ops.size())) {
+      s.waits_on[stream] = -1;
+      return;
+    }
     const int op = ops[s.next[stream]];
-    if (!deps_done(s, stream, op)) return;
+    const int blocking = blocking_sequence(s, stream, op);
+    if (blocking >= 0) {
+      s.waits_on[stream] = static_cast<std::int8_t>(blocking);
+      return;
+    }
+    s.waits_on[stream] = static_cast<std::int8_t>(stream);
     s.busy[stream] = true;
     ++s.next[stream];
     s.deps_known[stream] = 0;
@@ -249,7 +260,10 @@ class Simulation {
     const bool pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
     // Communication first: a collective posted at the same instant as a kernel is launched
     // before it (frameworks issue the asynchronous collective, then the overlapping GEMM).
-    for (int st = 1; st <= kNumStreams; ++st) try_start(s, rank, st % kNumStreams, ev.time, pipeline);
+    // Only the streams waiting for this op's sequence can start now.
+    const int sequence = deps_[s.stage].where[op].seq;
+    for (int st = 1; st <= kNumStreams; ++st)
+      if (s.waits_on[st % kNumStreams] == sequence) try_start(s, rank, st % kNumStreams, ev.time, pipeline);
   }
 
   // ---- Merge phase: sequential, in (time, rank, sequence) order. ----
@@ -302,10 +316,24 @@ class Simulation {
     const StageProgram& p = program_.stages[ranks_[a.rank].stage];
     if (p.comm[a.op] != CommKind::send) return post_collective(a.rank, a.op, a.time);
     const int dst = peer(a.rank, p.group[a.op]);
-    const PathParams path = comm_.path(a.rank, dst);
-    hops_.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(path)});
-    const TimeNs tail = comm_.send_tail(path);
+    const SendPath& send = send_path(a.rank, p.group[a.op] == Group::pp_next, dst);
+    hops_.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(send.path), 0, send.route});
+    const TimeNs tail = comm_.send_tail(send.path);
     start_transfer(a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
+  }
+
+  // A rank's route to its next or previous pipeline stage and its parameters, looked up once.
+  struct SendPath {
+    const RouteInfo* route = nullptr;
+    PathParams path;
+  };
+  const SendPath& send_path(int rank, bool to_next, int dst) {
+    SendPath& send = send_paths_[2 * rank + (to_next ? 1 : 0)];
+    if (!send.route) {
+      send.route = &comm_.router().route(rank, dst);
+      send.path = comm_.path(rank, dst);
+    }
+    return send;
   }
 
   // Ranks of this rank's TP, DP, embedding, EP or expert-DP group in ring order; the first is the
@@ -452,6 +480,7 @@ class Simulation {
   std::vector<StageDeps> deps_;
   GroupState groups_[5];  // TP, DP, embedding, EP, expert DP
   Transfers transfers_;
+  std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
   std::vector<CommSlot> slots_;  // what each transfer completes, indexed by its tag
   std::vector<int> free_slots_;
   std::vector<HopFlow> hops_;    // scratch for the flows of one transfer

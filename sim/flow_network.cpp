@@ -179,6 +179,7 @@ void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
 // sit in a lazy min-heap of (share, position in `links`); an entry whose share is no longer the
 // link's current one is skipped, so each fixed flow costs O(links on its route * log).
 void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& links) {
+  if (flows.size() <= 1) return fill_single(flows, links);
   heap_.clear();
   for (std::size_t i = 0; i < links.size(); ++i) {
     const int l = links[i];
@@ -228,6 +229,25 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
       if (!fixed_[f]) fix(f, share, best);
   }
   // A coupling link the solve left with spare capacity binds none of its flows: relax it.
+  for (int l : links)
+    if (residual_[l] > 1e-6 * capacity_[l]) coupling_[l] = 0;
+}
+
+// fill() of a component of at most one flow (most are: a collective inside a node is one flow
+// alone on its links), with the same arithmetic: each coupling link carries only this flow (k
+// times when k of its hops cross it), so its share is capacity / k; a relaxed link bounds it at
+// its capacity.
+void FlowNetwork::fill_single(const std::vector<int>& flows, const std::vector<int>& links) {
+  for (int l : links) residual_[l] = capacity_[l];
+  if (!flows.empty()) {
+    const int f = flows.front();
+    double share = std::numeric_limits<double>::infinity();
+    for (int l : flows_[f].links)
+      share = std::min(share, coupling_[l] ? capacity_[l] / static_cast<double>(link_flows_[l].size()) : capacity_[l]);
+    set_rate(f, share);
+    for (int l : flows_[f].links)
+      if (coupling_[l]) residual_[l] = std::max(0.0, residual_[l] - share);
+  }
   for (int l : links)
     if (residual_[l] > 1e-6 * capacity_[l]) coupling_[l] = 0;
 }

@@ -63,6 +63,7 @@ class FlowNetwork {
   void remove_flow(int id);
   void solve_component();
   void fill(const std::vector<int>& flows, const std::vector<int>& links);
+  void fill_single(const std::vector<int>& flows, const std::vector<int>& links);
   // Couples (and marks dirty) every relaxed link of these flows that its flows' rates overfill.
   void couple_overfilled(const std::vector<int>& flows);
 
