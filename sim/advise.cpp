@@ -139,6 +139,7 @@ std::vector<AdviseRow> layouts(const ModelShape& m, const GpuSpec& g, int global
                 r.tp = tp, r.pp = pp, r.dp = n / (tp * pp), r.ep = ep, r.micro_batch = mb, r.recompute = rc;
                 r.zero_stage = zero;
                 if (zero > 0 && r.dp == 1) continue;  // nothing to shard
+                r.stage_layers = stage_layers_text(m, pp);
                 r.node_kind = base_node_kind(g, r.gpus_per_node);
                 r.nics_per_node = q.nics_per_node, r.nic_gbps = q.nic_gbps;
                 ++built;
@@ -199,7 +200,7 @@ void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_b
   axis("parallel.pp", [](const AdviseRow& r) { return std::to_string(r.pp); });
   axis("parallel.dp", [](const AdviseRow& r) { return std::to_string(r.dp); });
   axis("parallel.ep", [](const AdviseRow& r) { return std::to_string(r.ep); });
-  axis("parallel.stage_layers", [&](const AdviseRow& r) { return stage_layers_text(model, r.pp); });
+  axis("parallel.stage_layers", [](const AdviseRow& r) { return r.stage_layers; });
   axis("training.micro_batch", [](const AdviseRow& r) { return std::to_string(r.micro_batch); });
   axis("training.recompute", [](const AdviseRow& r) { return std::string(recompute_name(r.recompute)); });
   axis("parallel.zero_stage", [](const AdviseRow& r) { return std::to_string(r.zero_stage); });

@@ -32,6 +32,7 @@ struct AdviseRow {
   int nodes = 1, gpus_per_node = 1, tp = 1, pp = 1, dp = 1, micro_batch = 1, zero_stage = 0;
   int ep = 1;                           // expert parallelism (MoE models), within dp
   Recompute recompute = Recompute::none;
+  std::string stage_layers = "auto";    // parallel.stage_layers of the layout
   std::string node_kind;
   int nics_per_node = 0;
   double nic_gbps = 0;

@@ -89,11 +89,11 @@ void print_json(const AdviseResult& res) {
   for (const AdviseRow& r : res.rows)
     rows.add(fmt::format("{{\"rank\": {}, \"gpu\": \"{}\", \"role\": \"{}\", \"num_gpus\": {}, \"nodes\": {}, "
                          "\"gpus_per_node\": {}, \"tp\": {}, \"pp\": {}, \"dp\": {}, \"ep\": {}, \"micro_batch\": {}, \"recompute\": \"{}\", "
-                         "\"zero_stage\": {}, \"node_kind\": \"{}\", \"nics_per_node\": {}, \"nic_gbps\": {}, \"fit_gib\": {}, "
+                         "\"zero_stage\": {}, \"stage_layers\": \"{}\", \"node_kind\": \"{}\", \"nics_per_node\": {}, \"nic_gbps\": {}, \"fit_gib\": {}, "
                          "\"status\": \"{}\", \"message\": \"{}\", \"step_time_s\": {}, \"tokens_per_s\": {}, \"mfu\": {}, "
                          "\"peak_memory_gib\": {}, \"train_days\": {}, \"gpu_hours\": {}, \"cost_usd\": {}}}",
                          r.rank, r.gpu, r.role, r.num_gpus(), r.nodes, r.gpus_per_node, r.tp, r.pp, r.dp, r.ep, r.micro_batch,
-                         recompute_name(r.recompute), r.zero_stage, r.node_kind, r.nics_per_node, num(r.nic_gbps),
+                         recompute_name(r.recompute), r.zero_stage, r.stage_layers, r.node_kind, r.nics_per_node, num(r.nic_gbps),
                          num(r.fit_gib), point_status_name(r.status), json_escape(r.message), num(r.summary.step_time_s),
                          num(r.summary.tokens_per_s), num(r.summary.mfu), num(r.summary.peak_memory_gib),
                          num(r.train_s / 86400), num(r.gpu_hours), num(r.cost_usd)));

@@ -10,6 +10,8 @@
 #include <regex>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "sim/hdf5_trace_reader.hpp"
 
 namespace fs = std::filesystem;
@@ -303,6 +305,44 @@ TEST_CASE("dtsim advise ranks simulated layouts and writes the advise table", "[
   REQUIRE(std::regex_search(priced.out, first, row));
   CHECK(first[1] == "RTX-4090");
   CHECK(std::stod(first[3]) == Approx(std::stod(first[2]) * 0.4).epsilon(1e-6));
+}
+
+// A number field of the first JSON object in `text` that has it.
+double json_number(const std::string& text, const std::string& key) {
+  std::smatch m;
+  REQUIRE(std::regex_search(text, m, std::regex("\"" + key + "\": ([-0-9.e+]+)")));
+  return std::stod(m[1]);
+}
+
+TEST_CASE("an advised layout is what dtsim run simulates for that layout", "[cli]") {
+  // The best 4090 layout on 8 GPUs of one PCIe node, with its stage split.
+  const Outcome advised = run_dtsim("advise --model gpt-1.7b --gpus RTX4090 --max-gpus 8 --global-batch 32 --top 0 --json");
+  INFO(advised.err);
+  REQUIRE(advised.status == 0);
+  std::smatch row;
+  const std::regex first("\\{\"rank\": 1, .*?\\}");
+  REQUIRE(std::regex_search(advised.out, row, first));
+  const std::string r = row.str();
+  std::smatch f;
+  REQUIRE(std::regex_search(r, f, std::regex("\"nodes\": (\\d+), \"gpus_per_node\": (\\d+), \"tp\": (\\d+), \"pp\": (\\d+), "
+                                             "\"dp\": (\\d+), \"ep\": 1, \"micro_batch\": (\\d+), \"recompute\": \"(\\w+)\", "
+                                             "\"zero_stage\": (\\d+), \"stage_layers\": \"([\\w,]+)\", \"node_kind\": \"(\\w+)\"")));
+  const Outcome run = run_dtsim(fmt::format(
+      "run --model.name=gpt-1.7b --cluster.gpu=RTX-4090 --training.global_batch=32 --cluster.nic_kind=infiniband "
+      "--cluster.nics_per_node=4 --cluster.nic_gbps=200 --cluster.nodes={} --cluster.gpus_per_node={} --parallel.tp={} "
+      "--parallel.pp={} --parallel.dp={} --training.micro_batch={} --training.recompute={} --parallel.zero_stage={} "
+      "--parallel.stage_layers={} --cluster.node_kind={} --json",
+      f[1].str(), f[2].str(), f[3].str(), f[4].str(), f[5].str(), f[6].str(), f[7].str(), f[8].str(), f[9].str(),
+      f[10].str()));
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  CHECK(json_number(r, "step_time_s") == Approx(json_number(run.out, "step_time_s")).epsilon(1e-8));
+  CHECK(json_number(r, "peak_memory_gib") == Approx(json_number(run.out, "peak_memory_gib")).epsilon(1e-8));
+  // Time to train: the tokens at the simulated rate; GPU-hours: that time on every GPU.
+  const double tokens = json_number(advised.out, "tokens");
+  const double train_s = tokens / json_number(r, "tokens_per_s");
+  CHECK(json_number(r, "train_days") == Approx(train_s / 86400).epsilon(1e-6));
+  CHECK(json_number(r, "gpu_hours") == Approx(train_s / 3600 * json_number(r, "num_gpus")).epsilon(1e-6));
 }
 
 TEST_CASE("bad heterogeneity and trace detail values name the key and what is valid", "[cli]") {
