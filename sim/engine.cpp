@@ -13,7 +13,8 @@
 #include <functional>
 #include <stdexcept>
 
-#include "sim/engine_deps.hpp"
+#include "sim/engine_domains.hpp"
+#include "sim/engine_ops.hpp"
 #include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_result.hpp"
@@ -34,6 +35,7 @@ constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs)
 // save (BLOOM's windows hold ~30 events: 1.7 s on 1 or 2 threads with this threshold, 2.0 s on 2
 // threads without it). The order of work is the same either way.
 constexpr std::size_t kMinParallelRanks = 128;
+constexpr std::size_t kMinParallelDomains = 16;
 
 // A pending collective of one group: members that posted it and when the last one did.
 struct Rendezvous {
@@ -50,9 +52,18 @@ struct CommSlot {
   Stream stream;
 };
 
-struct StageTimes {
-  std::vector<TimeNs> duration;
-  std::vector<std::uint8_t> memory_bound;
+// A flow network with its transfers and what they complete: the global one, or one node's
+// (engine_domains.hpp).
+struct Domain {
+  explicit Domain(Transfers t) : transfers(std::move(t)) {}
+  Transfers transfers;
+  std::vector<CommSlot> slots;  // what each transfer completes, indexed by its tag
+  std::vector<int> free_slots;
+  std::vector<HopFlow> hops;    // scratch for the flows of one transfer
+  std::vector<FinishedTransfer> finished;
+  TimeNs now = 0;               // its network clock
+  std::vector<Action> actions;  // a node domain's actions of the current window
+  std::vector<int> touched;     // ranks a node domain scheduled events for in the current window
 };
 
 class Simulation {
@@ -61,7 +72,8 @@ class Simulation {
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
         peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()),
-        threads_(std::max(1, options.threads)), transfers_(graph, comm.router()), heads_(program.plan.num_ranks()) {
+        threads_(std::max(1, options.threads)), global_(Transfers(graph, comm.router())), heads_(program.plan.num_ranks()),
+        domain_heads_(0) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
@@ -70,16 +82,7 @@ class Simulation {
       g.rings.resize(n);
       g.members.resize(n);
     }
-    for (const StageProgram& stage : program.stages) {
-      StageTimes t;
-      for (int i = 0; i < stage.size(); ++i) {
-        const OpTiming timing = stage.comm[i] != CommKind::none ? OpTiming{} : compute.time(stage, i);
-        t.duration.push_back(stage.comm[i] != CommKind::none ? 0 : timing.duration_ns);
-        t.memory_bound.push_back(stage.comm[i] != CommKind::none ? 0 : timing.memory_bound);
-      }
-      times_.push_back(std::move(t));
-      deps_.emplace_back(stage);
-    }
+    for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
     for (int r = 0; r < n; ++r) {
       RankState& s = ranks_[r];
       const RankCoords c = plan_.coords(r);
@@ -89,13 +92,26 @@ class Simulation {
       push_local(s, LocalEvent{0, 0, -1, 0});
       heads_.set(r, 0);
     }
+    if (options.node_domains) {
+      domains_ = node_domains(
+          program, graph, comm.router(), [this](int r, Group g) -> const std::vector<int>& { return members(r, g); },
+          [this](int r, Group g) -> const RingSet& { return rings_of(r, g); }, [this](int r, Group g) { return peer(r, g); });
+    } else {
+      domains_.domain_of_rank.assign(n, -1);
+      domains_.domain_of_link.assign(graph.num_links(), -1);
+      for (auto& in_node : domains_.group_in_node) in_node.assign(n, 0);
+    }
+    for (const std::vector<int>& links : domains_.links) nodes_.emplace_back(Transfers(graph, comm.router(), links));
+    std::vector<char> owned(graph.num_links(), 0);
+    for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
+    global_.transfers.forbid(std::move(owned));
+    domain_heads_ = RankHeads(static_cast<int>(nodes_.size()));
   }
 
   EngineResult run() {
     tbb::task_arena arena(threads_);
     while (true) {
-      const TimeNs net = network_next();
-      const TimeNs t = std::min(net, heads_.min_time());
+      const TimeNs t = std::min({network_next(global_), heads_.min_time(), domain_heads_.min_time()});
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
       active_.clear();
@@ -114,6 +130,8 @@ class Simulation {
           });
         });
       }
+      distribute_actions();
+      run_node_domains(arena);
       merge_window();
     }
     return result();
@@ -143,9 +161,9 @@ class Simulation {
     const RankState& s = ranks_[rank];
     if (!s.queue.empty()) heads_.set(rank, s.queue.front().time);
   }
-  TimeNs network_next() const {
-    const TimeNs next = transfers_.next_event();
-    return next == Transfers::kNever ? next : std::max(next, net_now_);
+  static TimeNs network_next(const Domain& d) {
+    const TimeNs next = d.transfers.next_event();
+    return next == Transfers::kNever ? next : std::max(next, d.now);
   }
 
   // ---- Parallel phase: everything below until merge_window() touches only rank `rank`. ----
@@ -178,19 +196,19 @@ class Simulation {
     if (s.traced) s.memory_records.push_back(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
   }
 
-  void apply_memory(RankState& s, int rank, TimeNs time, const StageProgram& p, int op, bool at_end) {
-    for (int i = p.mem_begin[op]; i < p.mem_begin[op + 1]; ++i)
-      if (p.mem_changes[i].at_end == at_end) allocate(s, rank, time, p.mem_changes[i].category, p.mem_changes[i].bytes);
+  void apply_memory(RankState& s, int rank, TimeNs time, const EngineOp& e, bool at_end) {
+    const std::vector<MemChange>& changes = program_.stages[s.stage].mem_changes;
+    for (int i = e.mem_begin; i < e.mem_begin + e.mem_count; ++i)
+      if (changes[i].at_end == at_end) allocate(s, rank, time, changes[i].category, changes[i].bytes);
   }
 
-  // The sequence (engine_deps.hpp) whose progress `op`, the next op of `stream`, waits for, or
+  // The sequence (engine_ops.hpp) whose progress `op`, the next op of `stream`, waits for, or
   // -1 when its dependencies are done; resumes after those found done before (done never
   // reverts), so a long-blocked op is not rescanned.
-  int blocking_sequence(RankState& s, int stream, int op) const {
-    const StageDeps& d = deps_[s.stage];
+  static int blocking_sequence(RankState& s, const StageOps& table, int stream, const EngineOp& e) {
     int& known = s.deps_known[stream];
-    for (int i = d.begin[op] + known; i < d.begin[op + 1]; ++i, ++known) {
-      const SeqPos dep = d.deps[i];
+    for (int i = e.dep_begin + known; i < e.dep_begin + e.dep_count; ++i, ++known) {
+      const SeqPos dep = table.deps[i];
       const int completed = dep.seq < kNumStreams ? s.next[dep.seq] - s.busy[dep.seq] : s.recv_done[dep.seq - kNumStreams];
       if (dep.pos >= completed) return dep.seq;
     }
@@ -209,7 +227,9 @@ class Simulation {
       return;
     }
     const int op = ops[s.next[stream]];
-    const int blocking = blocking_sequence(s, stream, op);
+    const StageOps& table = ops_[s.stage];
+    const EngineOp& e = table.ops[op];
+    const int blocking = blocking_sequence(s, table, stream, e);
     if (blocking >= 0) {
       s.waits_on[stream] = static_cast<std::int8_t>(blocking);
       return;
@@ -218,9 +238,9 @@ class Simulation {
     s.busy[stream] = true;
     ++s.next[stream];
     s.deps_known[stream] = 0;
-    apply_memory(s, rank, now, p, op, false);
-    if (p.comm[op] != CommKind::none) {
-      if (is_collective(p.comm[op])) ++s.collectives_in_flight;
+    apply_memory(s, rank, now, e, false);
+    if (e.comm != CommKind::none) {
+      if (is_collective(e.comm)) ++s.collectives_in_flight;
       s.actions.push_back(Action{now, rank, s.action_seq++, op});
       return;
     }
@@ -228,69 +248,128 @@ class Simulation {
     if (gap > 0) (pipeline_wait ? s.bubble_ns : s.exposed_ns) += gap;
     // A kernel that starts while a collective's kernel holds SMs runs on the SMs left to it.
     const double speed = s.speed / (s.collectives_in_flight > 0 ? comm_slowdown_ : 1.0);
-    const TimeNs nominal = times_[s.stage].duration[op];
+    const TimeNs nominal = e.duration;
     const TimeNs d = speed == 1 ? nominal : static_cast<TimeNs>(std::llround(static_cast<double>(nominal) / speed));
-    (times_[s.stage].memory_bound[op] ? s.memory_ns : s.compute_ns) += d;
+    (e.memory_bound ? s.memory_ns : s.compute_ns) += d;
     schedule(s, op, now, now + d);
   }
 
   void finish(RankState& s, int rank, const LocalEvent& ev) {
-    const StageProgram& p = program_.stages[s.stage];
     const int op = ev.op;
-    apply_memory(s, rank, ev.time, p, op, true);
+    const StageOps& table = ops_[s.stage];
+    const EngineOp& e = table.ops[op];
+    apply_memory(s, rank, ev.time, e, true);
     ++s.events;
-    const CommKind comm = p.comm[op];
-    if (comm == CommKind::recv) {
-      const SeqPos w = deps_[s.stage].where[op];
-      int& received = s.recv_done[w.seq - kNumStreams];
-      if (w.pos != received) throw std::logic_error("engine: a receive finished out of its peer's send order");
+    if (e.comm == CommKind::recv) {
+      int& received = s.recv_done[e.seq - kNumStreams];
+      if (table.recv_pos[op] != received) throw std::logic_error("engine: a receive finished out of its peer's send order");
       ++received;
     }
-    if (p.gemm_m[op] > 0) (p.phase[op] == Phase::recompute ? s.recompute_flops : s.model_flops) += p.flops[op];
+    (e.recompute ? s.recompute_flops : s.model_flops) += e.flops;
     if (s.traced) {
-      const std::int8_t category = comm != CommKind::none ? 2 : times_[s.stage].memory_bound[op] ? 1 : 0;
+      const StageProgram& p = program_.stages[s.stage];
+      const std::int8_t category = e.comm != CommKind::none ? 2 : e.memory_bound ? 1 : 0;
       s.event_records.push_back(EventRecord{rank, static_cast<std::int8_t>(p.stream[op]), category,
                                             static_cast<std::int8_t>(p.phase[op]), static_cast<std::int16_t>(p.kind[op]),
                                             p.layer[op], p.micro_batch[op], ev.start, ev.time, p.flops[op], p.bytes[op]});
     }
     s.last_end = std::max(s.last_end, ev.time);
-    if (comm != CommKind::recv) s.busy[static_cast<int>(p.stream[op])] = false;
-    if (is_collective(comm)) --s.collectives_in_flight;
-    if (comm == CommKind::none) s.compute_idle_since = ev.time;
-    const bool pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
+    if (e.comm != CommKind::recv) s.busy[static_cast<int>(e.stream)] = false;
+    if (is_collective(e.comm)) --s.collectives_in_flight;
+    if (e.comm == CommKind::none) s.compute_idle_since = ev.time;
     // Communication first: a collective posted at the same instant as a kernel is launched
     // before it (frameworks issue the asynchronous collective, then the overlapping GEMM).
     // Only the streams waiting for this op's sequence can start now.
-    const int sequence = deps_[s.stage].where[op].seq;
     for (int st = 1; st <= kNumStreams; ++st)
-      if (s.waits_on[st % kNumStreams] == sequence) try_start(s, rank, st % kNumStreams, ev.time, pipeline);
+      if (s.waits_on[st % kNumStreams] == e.seq) try_start(s, rank, st % kNumStreams, ev.time, e.pipeline);
+  }
+
+  // ---- Node domains: after the rank phase, one task per node domain with work in the window,
+  // each in (time, rank, sequence) order; they touch only their own ranks and network. ----
+
+  // The domain that carries an action's transfer: its node's when the transfer stays in it.
+  int domain_of(const Action& a) const {
+    const int d = domains_.domain_of_rank[a.rank];
+    if (d < 0) return -1;
+    const StageProgram& p = program_.stages[ranks_[a.rank].stage];
+    const Group g = p.group[a.op];
+    if (p.comm[a.op] == CommKind::send) return domains_.domain_of_rank[peer(a.rank, g)] == d ? d : -1;
+    return domains_.group_in_node[collective_group_index(g)][a.rank] ? d : -1;
+  }
+
+  void distribute_actions() {
+    actions_.clear();
+    active_domains_.clear();
+    for (int r : active_) {
+      RankState& s = ranks_[r];
+      for (const Action& a : s.actions) {
+        const int d = domain_of(a);
+        if (d < 0) {
+          actions_.push_back(a);
+          continue;
+        }
+        if (nodes_[d].actions.empty()) active_domains_.push_back(d);
+        nodes_[d].actions.push_back(a);
+      }
+      s.actions.clear();
+    }
+  }
+
+  void run_node_domains(tbb::task_arena& arena) {
+    domain_heads_.take_before(window_end_, active_domains_);
+    if (active_domains_.empty()) return;
+    std::sort(active_domains_.begin(), active_domains_.end());
+    active_domains_.erase(std::unique(active_domains_.begin(), active_domains_.end()), active_domains_.end());
+    auto handle = [this](std::size_t i) { run_domain(nodes_[active_domains_[i]]); };
+    if (threads_ == 1 || active_domains_.size() < kMinParallelDomains) {
+      for (std::size_t i = 0; i < active_domains_.size(); ++i) handle(i);
+    } else {
+      arena.execute([&] {
+        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, active_domains_.size(), 4), [&](const auto& range) {
+          for (std::size_t i = range.begin(); i != range.end(); ++i) handle(i);
+        });
+      });
+    }
+    for (int d : active_domains_) {
+      Domain& dom = nodes_[d];
+      for (int r : dom.touched) push_head(r);
+      dom.touched.clear();
+      const TimeNs next = network_next(dom);
+      domain_heads_.set(d, next == Transfers::kNever ? RankHeads::kNone : next);
+    }
+  }
+
+  void run_domain(Domain& d) {
+    std::sort(d.actions.begin(), d.actions.end(), action_order);
+    for (const Action& a : d.actions) {
+      run_network(d, a.time);
+      apply(d, a);
+    }
+    d.actions.clear();
+    run_network(d, window_end_ - 1);
   }
 
   // ---- Merge phase: sequential, in (time, rank, sequence) order. ----
 
+  static bool action_order(const Action& a, const Action& b) {
+    return a.time != b.time ? a.time < b.time : a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
+  }
+
   void merge_window() {
-    actions_.clear();
-    for (int r : active_) {
-      RankState& s = ranks_[r];
-      actions_.insert(actions_.end(), s.actions.begin(), s.actions.end());
-      s.actions.clear();
-    }
-    std::sort(actions_.begin(), actions_.end(), [](const Action& a, const Action& b) {
-      return a.time != b.time ? a.time < b.time : a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
-    });
+    std::sort(actions_.begin(), actions_.end(), action_order);
     for (const Action& a : actions_) {
-      run_network(a.time);
-      apply(a);
+      run_network(global_, a.time);
+      apply(global_, a);
     }
-    run_network(window_end_ - 1);
+    run_network(global_, window_end_ - 1);
     for (int r : active_) push_head(r);
     if (sink_) write_records();
   }
 
   // Network events up to and including `limit`; the network's own events come before rank
   // events at the same time.
-  void run_network(TimeNs limit) {
-    for (TimeNs t = network_next(); t <= limit; t = network_next()) network_event(t);
+  void run_network(Domain& d, TimeNs limit) {
+    for (TimeNs t = network_next(d); t <= limit; t = network_next(d)) network_event(d, t);
   }
 
   void write_records() {
@@ -312,14 +391,14 @@ class Simulation {
     }
   }
 
-  void apply(const Action& a) {
+  void apply(Domain& d, const Action& a) {
     const StageProgram& p = program_.stages[ranks_[a.rank].stage];
-    if (p.comm[a.op] != CommKind::send) return post_collective(a.rank, a.op, a.time);
+    if (p.comm[a.op] != CommKind::send) return post_collective(d, a.rank, a.op, a.time);
     const int dst = peer(a.rank, p.group[a.op]);
     const SendPath& send = send_path(a.rank, p.group[a.op] == Group::pp_next, dst);
-    hops_.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(send.path), 0, send.route});
+    d.hops.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(send.path), 0, send.route});
     const TimeNs tail = comm_.send_tail(send.path);
-    start_transfer(a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
+    start_transfer(d, a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
   }
 
   // A rank's route to its next or previous pipeline stage and its parameters, looked up once.
@@ -381,21 +460,29 @@ class Simulation {
     return plan_.rank_of(c);
   }
 
-  void start_transfer(TimeNs now, std::span<const TimeNs> phase_tails, CommSlot slot) {
+  static void start_transfer(Domain& d, TimeNs now, std::span<const TimeNs> phase_tails, CommSlot slot) {
     int tag;
-    if (free_slots_.empty()) {
-      tag = static_cast<int>(slots_.size());
-      slots_.push_back(slot);
+    if (d.free_slots.empty()) {
+      tag = static_cast<int>(d.slots.size());
+      d.slots.push_back(slot);
     } else {
-      tag = free_slots_.back();
-      free_slots_.pop_back();
-      slots_[tag] = slot;
+      tag = d.free_slots.back();
+      d.free_slots.pop_back();
+      d.slots[tag] = slot;
     }
-    net_now_ = std::max(net_now_, now);
-    transfers_.start(now, hops_, phase_tails, tag);
+    d.now = std::max(d.now, now);
+    d.transfers.start(now, d.hops, phase_tails, tag);
   }
 
-  void post_collective(int rank, int op, TimeNs now) {
+  // The rings of rank's group, computed on first use.
+  const RingSet& rings_of(int rank, Group g) {
+    const std::vector<int>& group = members(rank, g);
+    RingSet& rings = state(g).rings[group.front()];
+    if (rings.rings.empty()) rings = comm_.rings(group);
+    return rings;
+  }
+
+  void post_collective(Domain& d, int rank, int op, TimeNs now) {
     const StageProgram& p = program_.stages[ranks_[rank].stage];
     const Group g = p.group[op];
     const std::vector<int>& group = members(rank, g);
@@ -404,57 +491,64 @@ class Simulation {
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
     if (rv.arrived < static_cast<int>(group.size())) return;
-    RingSet& rings = state(g).rings[leader];
-    if (rings.rings.empty()) rings = comm_.rings(group);
+    const RingSet& rings = rings_of(rank, g);
     const CollectiveCost cost = comm_.cost(p.comm[op], p.bytes[op], rings);
-    lower_collective(p.comm[op], p.bytes[op], rings, cost, hops_);
+    lower_collective(p.comm[op], p.bytes[op], rings, cost, d.hops);
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
-    start_transfer(latest, cost.tails(), CommSlot{leader, op, g, p.stream[op]});
+    start_transfer(d, latest, cost.tails(), CommSlot{leader, op, g, p.stream[op]});
   }
 
-  // A rank event caused by the network; it must lie beyond the current window (lookahead).
-  void schedule_remote(int rank, int op, TimeNs start, TimeNs end) {
+  // A rank event caused by the network; it must lie beyond the current window (lookahead). A
+  // node domain's ranks get their heads after the domains' phase.
+  void schedule_remote(Domain& d, int rank, int op, TimeNs start, TimeNs end) {
     if (end < window_end_)
       throw std::logic_error("engine: a transfer ended within the lookahead window; its latency tail is below "
                              "kLookaheadNs");
     schedule(ranks_[rank], op, start, end);
-    push_head(rank);
+    if (&d == &global_) push_head(rank);
+    else d.touched.push_back(rank);
   }
 
   // Flows finished: complete the sends (and deliver their receives) and the collectives whose
   // last flow ended.
-  void network_event(TimeNs now) {
-    net_now_ = std::max(net_now_, now);
-    finished_.clear();
-    transfers_.collect(net_now_, finished_);
-    for (const FinishedTransfer& f : finished_) {
-      const CommSlot slot = slots_[f.tag];
-      free_slots_.push_back(f.tag);
+  void network_event(Domain& d, TimeNs now) {
+    d.now = std::max(d.now, now);
+    d.finished.clear();
+    d.transfers.collect(d.now, d.finished);
+    for (const FinishedTransfer& f : d.finished) {
+      const CommSlot slot = d.slots[f.tag];
+      d.free_slots.push_back(f.tag);
       if (slot.group != Group::pp_next && slot.group != Group::pp_prev) {
         // Members may run different stage programs (the embedding group): each completes the op
         // it posted, the one before the cursor of the collective's stream.
         const int st = static_cast<int>(slot.stream);
         for (int member : members(slot.rank, slot.group)) {
           const RankState& m = ranks_[member];
-          schedule_remote(member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
+          schedule_remote(d, member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
         }
         continue;
       }
-      schedule_remote(slot.rank, slot.op, f.start_ns, f.end_ns);
+      schedule_remote(d, slot.rank, slot.op, f.start_ns, f.end_ns);
       const int dst = peer(slot.rank, slot.group);
-      RankState& d = ranks_[dst];
-      const StageProgram& dp = program_.stages[d.stage];
+      RankState& receiver = ranks_[dst];
+      const StageProgram& dp = program_.stages[receiver.stage];
       const bool from_prev = slot.group == Group::pp_next;
       const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
-      int& index = from_prev ? d.recv_prev : d.recv_next;
+      int& index = from_prev ? receiver.recv_prev : receiver.recv_next;
       assert(index < static_cast<int>(list.size()));
-      schedule_remote(dst, list[index++], f.start_ns, f.end_ns);
+      schedule_remote(d, dst, list[index++], f.start_ns, f.end_ns);
     }
   }
 
   EngineResult result() const {
-    return summarize_step(ranks_, program_, graph_, gpu_, peak_flops_, transfers_);
+    std::vector<LinkUse> links(graph_.num_links());
+    for (int l = 0; l < graph_.num_links(); ++l) {
+      const int d = domains_.domain_of_link[l];
+      const Transfers& t = d < 0 ? global_.transfers : nodes_[d].transfers;
+      links[l] = LinkUse{t.link_bytes(l), t.link_busy_seconds(l)};
+    }
+    return summarize_step(ranks_, program_, graph_, gpu_, peak_flops_, links);
   }
 
   struct RecordKey {
@@ -476,18 +570,16 @@ class Simulation {
   double comm_slowdown_;  // compute slowdown while a collective's kernel is resident
   int threads_;
   std::vector<RankState> ranks_;
-  std::vector<StageTimes> times_;
-  std::vector<StageDeps> deps_;
+  std::vector<StageOps> ops_;  // per stage
   GroupState groups_[5];  // TP, DP, embedding, EP, expert DP
-  Transfers transfers_;
+  Domain global_;                 // the network of everything no node domain owns
+  std::vector<Domain> nodes_;     // node domains
+  NodeDomains domains_;
   std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
-  std::vector<CommSlot> slots_;  // what each transfer completes, indexed by its tag
-  std::vector<int> free_slots_;
-  std::vector<HopFlow> hops_;    // scratch for the flows of one transfer
-  std::vector<FinishedTransfer> finished_;
-  TimeNs net_now_ = 0;           // the network's clock
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
   RankHeads heads_;              // head times of the ranks not in the current window
+  RankHeads domain_heads_;       // next network event of each node domain not in the current window
+  std::vector<int> active_domains_;  // node domains with work in the current window
   std::vector<int> active_;      // ranks with events in the current window, ascending
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;

@@ -23,7 +23,9 @@ class RankHeads {
   explicit RankHeads(int ranks) : times_(ranks, kNone), block_min_((ranks + kBlock - 1) / kBlock, kNone) {}
 
   // The earliest head time, kNone when no rank is held.
-  TimeNs min_time() const { return *std::min_element(block_min_.begin(), block_min_.end()); }
+  TimeNs min_time() const {
+    return block_min_.empty() ? kNone : *std::min_element(block_min_.begin(), block_min_.end());
+  }
 
   // Removes every rank with a head before `limit`, appending them to `out` in ascending order.
   void take_before(TimeNs limit, std::vector<int>& out) {

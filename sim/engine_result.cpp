@@ -7,7 +7,7 @@
 namespace dtsim {
 
 EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& program, const ClusterGraph& graph,
-                            const GpuSpec& gpu, double peak_flops, const Transfers& transfers) {
+                            const GpuSpec& gpu, double peak_flops, const std::vector<LinkUse>& links) {
   const ParallelPlan& plan = program.plan;
   EngineResult out;
   TimeNs step = 0;
@@ -72,8 +72,7 @@ EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& 
     const Link& l = graph.link(id);
     out.links.push_back(LinkRecord{id, graph.device(graph.link_source(id)).name,
                                    graph.device(graph.link_target(id)).name, std::string(link_kind_name(l.kind)),
-                                   l.bytes_per_s, l.latency_ns, transfers.link_bytes(id),
-                                   transfers.link_busy_seconds(id)});
+                                   l.bytes_per_s, l.latency_ns, links[id].bytes, links[id].busy_s});
   }
   return out;
 }

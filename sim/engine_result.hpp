@@ -5,11 +5,15 @@
 
 #include "sim/engine.hpp"
 #include "sim/engine_state.hpp"
-#include "sim/transfers.hpp"
 
 namespace dtsim {
 
+// What a link carried over the step: bytes, and seconds with at least one flow.
+struct LinkUse {
+  double bytes = 0, busy_s = 0;
+};
+
 EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& program, const ClusterGraph& graph,
-                            const GpuSpec& gpu, double peak_flops, const Transfers& transfers);
+                            const GpuSpec& gpu, double peak_flops, const std::vector<LinkUse>& links);
 
 }  // namespace dtsim

@@ -8,10 +8,24 @@
 namespace dtsim {
 
 namespace {
+double effective_capacity(const ClusterGraph& graph, int id) {
+  return graph.link(id).bytes_per_s * achievable_fraction(graph.link(id).kind);
+}
 std::vector<double> effective_capacities(const ClusterGraph& graph) {
   std::vector<double> caps;
-  for (int id = 0; id < graph.num_links(); ++id)
-    caps.push_back(graph.link(id).bytes_per_s * achievable_fraction(graph.link(id).kind));
+  for (int id = 0; id < graph.num_links(); ++id) caps.push_back(effective_capacity(graph, id));
+  return caps;
+}
+std::vector<std::pair<int, int>> local_ids(std::vector<int> links) {
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end()), links.end());
+  std::vector<std::pair<int, int>> out;
+  for (std::size_t i = 0; i < links.size(); ++i) out.emplace_back(links[i], static_cast<int>(i));
+  return out;
+}
+std::vector<double> capacities_of(const ClusterGraph& graph, const std::vector<std::pair<int, int>>& local_of) {
+  std::vector<double> caps;
+  for (const auto& [link, local] : local_of) caps.push_back(effective_capacity(graph, link));
   return caps;
 }
 }  // namespace
@@ -121,6 +135,16 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
     : router_(router), net_(effective_capacities(graph)) {}
 
+Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vector<int> links)
+    : router_(router), local_of_(local_ids(std::move(links))), net_(capacities_of(graph, local_of_)) {}
+
+int Transfers::local(int link) const {
+  if (local_of_.empty()) return link;
+  const auto at = std::lower_bound(local_of_.begin(), local_of_.end(), std::pair<int, int>{link, -1});
+  if (at == local_of_.end() || at->first != link) throw std::logic_error("Transfers: a route left the links it owns");
+  return at->second;
+}
+
 void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail_ns, int tag) {
   start(now, flows, std::span<const TimeNs>(&tail_ns, 1), tag);
 }
@@ -171,7 +195,10 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
       const HopFlow& hop = flows[k];
       if (hop.src_gpu == hop.dst_gpu) continue;
       const std::vector<int>& route = (hop.route ? *hop.route : router_.route(hop.src_gpu, hop.dst_gpu)).links;
-      links_scratch_.insert(links_scratch_.end(), route.begin(), route.end());
+      for (int l : route) {
+        if (!forbidden_.empty() && forbidden_[l]) throw LinkOwnedElsewhere("Transfers: a route crosses a link owned elsewhere");
+        links_scratch_.push_back(local_of_.empty() ? l : local(l));
+      }
     }
     if (!links_scratch_.empty()) add(links_scratch_, f.bytes);
     i = end;

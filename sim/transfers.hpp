@@ -10,6 +10,7 @@
 // Thread safety: used by one thread (the engine's).
 #pragma once
 #include <limits>
+#include <stdexcept>
 #include <set>
 #include <span>
 #include <vector>
@@ -46,9 +47,20 @@ struct FinishedTransfer {
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
                       std::vector<HopFlow>& hops);
 
+// Thrown when a transfer's route crosses a link another Transfers owns (Transfers::forbid).
+struct LinkOwnedElsewhere : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
 class Transfers {
  public:
+  // Over every link of the graph.
   Transfers(const ClusterGraph& graph, const Router& router);
+  // Over `links` only (link ids of the graph): every route of its transfers must stay on them.
+  Transfers(const ClusterGraph& graph, const Router& router, std::vector<int> links);
+  // Routes of later transfers must not cross the links marked here (per link id): they throw
+  // LinkOwnedElsewhere.
+  void forbid(std::vector<char> links) { forbidden_ = std::move(links); }
 
   // Starts a transfer at `now`; when it ends, collect() reports `tag`.
   void start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail_ns, int tag);
@@ -60,8 +72,9 @@ class Transfers {
   // Advances the network to `now` and appends the transfers whose flows have all finished.
   void collect(TimeNs now, std::vector<FinishedTransfer>& out);
 
-  double link_bytes(int link) const { return net_.link_bytes(link); }
-  double link_busy_seconds(int link) const { return net_.link_busy_seconds(link); }
+  // Per-link accounting of a link this Transfers carries (a link id of the graph).
+  double link_bytes(int link) const { return net_.link_bytes(local(link)); }
+  double link_busy_seconds(int link) const { return net_.link_busy_seconds(local(link)); }
 
   static constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
@@ -75,10 +88,14 @@ class Transfers {
     std::vector<HopFlow> flows;   // all phases' flows, kept when there are later phases
   };
   void finish_flow(int flow, TimeNs now, std::vector<FinishedTransfer>& out);
+  // The flow network's index of graph link `link` (the same when this Transfers has every link).
+  int local(int link) const;
   // Adds the flows of the transfer's current phase at `now`.
   void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
 
   const Router& router_;
+  std::vector<std::pair<int, int>> local_of_;  // (graph link, network link) sorted; empty: every link, same ids
+  std::vector<char> forbidden_;                // per graph link; empty: none
   FlowNetwork net_;
   std::vector<Transfer> transfers_;
   std::vector<int> free_transfers_;

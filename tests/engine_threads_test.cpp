@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/engine.hpp"
+#include "sim/engine_domains.hpp"
 #include "sim/run.hpp"
 #include "sim/scenario.hpp"
 #include "workloads/program.hpp"
@@ -29,13 +30,14 @@ Scenario load(const std::string& file, std::vector<std::string> overrides) {
   return load_scenario(file.empty() ? "" : std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
 }
 
-Run simulate(Scenario sc, int threads) {
+Run simulate(Scenario sc, int threads, bool node_domains = true) {
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const Program program = build_program(sc.model, sc.plan);
   Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol);
   EngineOptions options;
   options.threads = threads;
+  options.node_domains = node_domains;
   if (!sc.slow_gpus.empty()) {
     options.gpu_speed.assign(graph.num_gpus(), 1.0);
     for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;
@@ -107,6 +109,67 @@ TEST_CASE("every shipped scenario gives identical results and trace rows on 1 an
     CHECK(one.result.summary.events > 0);
     check_same(one, three);
   }
+}
+
+TEST_CASE("per-node flow networks give what one flow network gives", "[engine][threads]") {
+  // In-node transfers on their nodes' own flow networks (engine_domains.hpp) share no link with
+  // the rest, so the step, the per-rank rows, the link bytes and the trace rows are unchanged.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"bloom-176b.ini", {}},
+      {"deepseek-r1-256xh100.ini", {}},
+      {"tests/tiny-pipeline.ini", {"--output.trace_detail=full"}},
+      {"llama3-405b-16k.ini",
+       {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
+        "--cluster.slow_gpus=17:0.8,101:0.9"}},
+  };
+  for (const auto& [file, overrides] : cases) {
+    INFO(file);
+    const Scenario sc = load(file, overrides);
+    check_same(simulate(sc, 1, false), simulate(sc, 2, true));
+  }
+}
+
+TEST_CASE("a node gets its own flow network only where nothing else crosses its in-node links", "[engine]") {
+  auto domains_of = [](Scenario sc) {
+    const ClusterGraph graph = make_cluster(sc);
+    validate_scenario(sc, graph.num_gpus());
+    const Program program = build_program(sc.model, sc.plan);
+    const Router router(graph);
+    // Group members from the plan, as the engine builds them (TP and DP only in these cases).
+    std::vector<std::vector<int>> tp(graph.num_gpus()), dp(graph.num_gpus());
+    std::vector<RingSet> rings(graph.num_gpus());
+    const CommModel comm(graph, router);
+    for (int r = 0; r < graph.num_gpus(); ++r) {
+      RankCoords c = sc.plan.coords(r);
+      for (int i = 0; i < sc.plan.tp; ++i) tp[r].push_back(sc.plan.rank_of(RankCoords{c.dp, i, c.pp}));
+      for (int i = 0; i < sc.plan.dp; ++i) dp[r].push_back(sc.plan.rank_of(RankCoords{i, c.tp, c.pp}));
+    }
+    return node_domains(
+        program, graph, router,
+        [&](int r, Group g) -> const std::vector<int>& { return g == Group::tp ? tp[r] : dp[r]; },
+        [&](int r, Group g) -> const RingSet& {
+          const std::vector<int>& m = g == Group::tp ? tp[r] : dp[r];
+          return rings[m.front()] = comm.rings(m);
+        },
+        [&](int r, Group g) {
+          RankCoords c = sc.plan.coords(r);
+          c.pp = (c.pp + (g == Group::pp_next ? 1 : sc.plan.pp - 1)) % sc.plan.pp;
+          return sc.plan.rank_of(c);
+        });
+  };
+  // TP 8 in NVSwitch nodes, DP one GPU per node: every node has its own.
+  const Scenario llama = load("llama3-405b-16k.ini", {"--parallel.dp=2", "--training.global_batch=32",
+                                                      "--cluster.nodes=32", "--cluster.pod_gpus=128"});
+  const NodeDomains spread = domains_of(llama);
+  CHECK(spread.links.size() == 32);
+  CHECK(spread.domain_of_rank[9] == spread.domain_of_rank[15]);  // GPUs 8..15: node 1
+  CHECK(spread.domain_of_rank[7] != spread.domain_of_rank[8]);
+  CHECK(spread.group_in_node[0][9] == 1);   // TP
+  CHECK(spread.group_in_node[1][9] == 0);   // DP
+  // TP 4 and DP 2 in each node: the DP all-reduce's in-node phase shares the NVLink links.
+  const Scenario shared = load("llama3-405b-16k.ini", {"--parallel.tp=4", "--parallel.dp=4", "--training.global_batch=32",
+                                                       "--cluster.nodes=32", "--cluster.pod_gpus=128"});
+  CHECK(domains_of(shared).links.empty());
 }
 
 TEST_CASE("a slow GPU stretches its own ops and the whole step", "[engine][heterogeneity]") {

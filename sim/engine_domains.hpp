@@ -1,0 +1,45 @@
+// Which nodes of a step get a network domain of their own (internal to sim/engine.cpp). A node
+// whose transfers among its own GPUs (TP collectives, pipeline sends between its stages, an
+// in-node EP all-to-all) run on NVLink links that no transfer leaving the node crosses has a
+// flow network of its own: nothing outside can share those links, so the engine solves it in
+// the rank-parallel phase, one task per node, and the global flow network keeps only what
+// crosses nodes. At 16K GPUs the TP collectives are 87 % of the flows.
+//
+// A node keeps its transfers in the global network when a group that spans nodes has two or
+// more of its GPUs (a hierarchical collective's in-node phase would share its NVLink links),
+// when an in-node route leaves NVLink (PCIe nodes: GPU-to-GPU and GPU-to-NIC traffic share the
+// PCIe switch), or when a route of a transfer that leaves the node crosses one of those links
+// (every such route is checked here: the ring and tree hops of each group spanning nodes and
+// the pipeline sends between nodes). The global network checks it again as transfers start
+// (Transfers::forbid).
+#pragma once
+#include <array>
+#include <functional>
+#include <vector>
+
+#include "sim/comm_model.hpp"
+#include "topologies/cluster_graph.hpp"
+#include "workloads/program.hpp"
+
+namespace dtsim {
+
+// The collective groups by index: TP, DP, embedding, EP, expert DP.
+constexpr int kNumCollectiveGroups = 5;
+int collective_group_index(Group g);
+
+struct NodeDomains {
+  std::vector<std::vector<int>> links;  // per domain: the links it owns
+  std::vector<int> domain_of_rank;      // the domain of the rank's node, -1 when it has none
+  std::vector<int> domain_of_link;      // per link: the domain that owns it, -1 for the global network
+  // Per collective group index and rank: the rank's group lies inside its node.
+  std::array<std::vector<char>, kNumCollectiveGroups> group_in_node;
+};
+
+// members(rank, group): the ranks of rank's group in ring order; rings(rank, group): its rings.
+// peer(rank, group): the rank a pipeline send of `group` (pp_next | pp_prev) goes to.
+NodeDomains node_domains(const Program& program, const ClusterGraph& graph, const Router& router,
+                         const std::function<const std::vector<int>&(int, Group)>& members,
+                         const std::function<const RingSet&(int, Group)>& rings,
+                         const std::function<int(int, Group)>& peer);
+
+}  // namespace dtsim
