@@ -116,20 +116,11 @@ class Simulation {
       window_end_ = t + kLookaheadNs;
       active_.clear();
       heads_.take_before(window_end_, active_);
-      auto handle = [this](std::size_t i) {
+      for_each_index(arena, active_.size(), kMinParallelRanks, 8, [this](std::size_t i) {
         prefetch(i + 8, false);
         prefetch(i + 4, true);
         run_rank(ranks_[active_[i]], active_[i]);
-      };
-      if (threads_ == 1 || active_.size() < kMinParallelRanks) {
-        for (std::size_t i = 0; i < active_.size(); ++i) handle(i);
-      } else {
-        arena.execute([&] {
-          tbb::parallel_for(tbb::blocked_range<std::size_t>(0, active_.size(), 8), [&](const auto& range) {
-            for (std::size_t i = range.begin(); i != range.end(); ++i) handle(i);
-          });
-        });
-      }
+      });
       distribute_actions();
       run_node_domains(arena);
       merge_window();
@@ -138,6 +129,21 @@ class Simulation {
   }
 
  private:
+  // fn(i) for i in [0, n): on the arena's threads in chunks of `grain` when n >= min_parallel,
+  // else in order on this thread. Each i touches its own state only.
+  template <class F>
+  void for_each_index(tbb::task_arena& arena, std::size_t n, std::size_t min_parallel, std::size_t grain, F&& fn) {
+    if (threads_ == 1 || n < min_parallel) {
+      for (std::size_t i = 0; i < n; ++i) fn(i);
+      return;
+    }
+    arena.execute([&] {
+      tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, grain), [&](const auto& range) {
+        for (std::size_t i = range.begin(); i != range.end(); ++i) fn(i);
+      });
+    });
+  }
+
   static void push_local(RankState& s, LocalEvent ev) {
     s.queue.push_back(ev);
     std::push_heap(s.queue.begin(), s.queue.end(), std::greater<>());
@@ -320,16 +326,8 @@ class Simulation {
     if (active_domains_.empty()) return;
     std::sort(active_domains_.begin(), active_domains_.end());
     active_domains_.erase(std::unique(active_domains_.begin(), active_domains_.end()), active_domains_.end());
-    auto handle = [this](std::size_t i) { run_domain(nodes_[active_domains_[i]]); };
-    if (threads_ == 1 || active_domains_.size() < kMinParallelDomains) {
-      for (std::size_t i = 0; i < active_domains_.size(); ++i) handle(i);
-    } else {
-      arena.execute([&] {
-        tbb::parallel_for(tbb::blocked_range<std::size_t>(0, active_domains_.size(), 4), [&](const auto& range) {
-          for (std::size_t i = range.begin(); i != range.end(); ++i) handle(i);
-        });
-      });
-    }
+    for_each_index(arena, active_domains_.size(), kMinParallelDomains, 4,
+                   [this](std::size_t i) { run_domain(nodes_[active_domains_[i]]); });
     for (int d : active_domains_) {
       Domain& dom = nodes_[d];
       for (int r : dom.touched) push_head(r);
