@@ -180,7 +180,6 @@ std::vector<AdviseRow> promising(const std::vector<AdviseRow>& fitting, int top)
 // Simulates the rows (their status, message and summary filled in) on the sweep runner.
 void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_batch) {
   if (rows.empty()) return;
-  const ModelShape& model = find_model(q.model);
   SweepPlan plan;
   plan.fixed = {{"model.name", q.model}, {"training.global_batch", std::to_string(global_batch)},
                 {"cluster.nic_kind", "infiniband"}, {"output.trace_detail", "summary"}};

@@ -72,7 +72,8 @@ class Simulation {
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
         peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()),
-        threads_(std::max(1, options.threads)), global_(Transfers(graph, comm.router())), heads_(program.plan.num_ranks()),
+        threads_(std::max(1, options.threads)), arena_(threads_), global_(Transfers(graph, comm.router())),
+        heads_(program.plan.num_ranks()),
         domain_heads_(0) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
@@ -92,6 +93,7 @@ class Simulation {
       push_local(s, LocalEvent{0, 0, -1, 0});
       heads_.set(r, 0);
     }
+    warm_routes();
     if (options.node_domains) {
       domains_ = node_domains(
           program, graph, comm.router(), [this](int r, Group g) -> const std::vector<int>& { return members(r, g); },
@@ -108,21 +110,56 @@ class Simulation {
     domain_heads_ = RankHeads(static_cast<int>(nodes_.size()));
   }
 
+  // Route searches are independent (the router searches in parallel and caches under a lock):
+  // with threads, the routes of every group's rings and of the pipeline sends are found on
+  // them before the step rather than one by one as the step first needs them. Routes do not
+  // depend on the order they are found in.
+  void warm_routes() {
+    if (threads_ == 1) return;
+    std::array<bool, kNumCollectiveGroups> used{};
+    bool sends = false;
+    for (const StageProgram& p : program_.stages)
+      for (int op = 0; op < p.size(); ++op) {
+        if (p.comm[op] == CommKind::send) sends = true;
+        else if (p.comm[op] != CommKind::none && p.comm[op] != CommKind::recv) used[collective_group_index(p.group[op])] = true;
+      }
+    const Group groups[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
+    for_each_index(static_cast<std::size_t>(plan_.num_ranks()), 1, 16, [&](std::size_t i) {
+      const int r = static_cast<int>(i);
+      for (int g = 0; g < kNumCollectiveGroups; ++g)
+        if (used[g] && leads(r, groups[g])) rings_of(r, groups[g]);  // writes only the leader's entries
+      if (sends && plan_.pp > 1)
+        for (Group dir : {Group::pp_next, Group::pp_prev}) send_path(r, dir == Group::pp_next, peer(r, dir));
+    });
+  }
+
+  // Whether `rank` is the first of its group (members()).
+  bool leads(int rank, Group g) const {
+    const RankCoords c = plan_.coords(rank);
+    switch (g) {
+      case Group::tp: return c.tp == 0;
+      case Group::embedding: return c.pp == 0;
+      case Group::dp: return c.dp == 0;
+      case Group::ep: return c.dp % plan_.ep == 0;
+      case Group::expert_dp: return c.dp < plan_.ep;
+      default: return false;
+    }
+  }
+
   EngineResult run() {
-    tbb::task_arena arena(threads_);
     while (true) {
       const TimeNs t = std::min({network_next(global_), heads_.min_time(), domain_heads_.min_time()});
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
       active_.clear();
       heads_.take_before(window_end_, active_);
-      for_each_index(arena, active_.size(), kMinParallelRanks, 8, [this](std::size_t i) {
+      for_each_index(active_.size(), kMinParallelRanks, 8, [this](std::size_t i) {
         prefetch(i + 8, false);
         prefetch(i + 4, true);
         run_rank(ranks_[active_[i]], active_[i]);
       });
       distribute_actions();
-      run_node_domains(arena);
+      run_node_domains();
       merge_window();
     }
     return result();
@@ -132,12 +169,12 @@ class Simulation {
   // fn(i) for i in [0, n): on the arena's threads in chunks of `grain` when n >= min_parallel,
   // else in order on this thread. Each i touches its own state only.
   template <class F>
-  void for_each_index(tbb::task_arena& arena, std::size_t n, std::size_t min_parallel, std::size_t grain, F&& fn) {
+  void for_each_index(std::size_t n, std::size_t min_parallel, std::size_t grain, F&& fn) {
     if (threads_ == 1 || n < min_parallel) {
       for (std::size_t i = 0; i < n; ++i) fn(i);
       return;
     }
-    arena.execute([&] {
+    arena_.execute([&] {
       tbb::parallel_for(tbb::blocked_range<std::size_t>(0, n, grain), [&](const auto& range) {
         for (std::size_t i = range.begin(); i != range.end(); ++i) fn(i);
       });
@@ -321,12 +358,12 @@ class Simulation {
     }
   }
 
-  void run_node_domains(tbb::task_arena& arena) {
+  void run_node_domains() {
     domain_heads_.take_before(window_end_, active_domains_);
     if (active_domains_.empty()) return;
     std::sort(active_domains_.begin(), active_domains_.end());
     active_domains_.erase(std::unique(active_domains_.begin(), active_domains_.end()), active_domains_.end());
-    for_each_index(arena, active_domains_.size(), kMinParallelDomains, 4,
+    for_each_index(active_domains_.size(), kMinParallelDomains, 4,
                    [this](std::size_t i) { run_domain(nodes_[active_domains_[i]]); });
     for (int d : active_domains_) {
       Domain& dom = nodes_[d];
@@ -567,6 +604,7 @@ class Simulation {
   double peak_flops_;
   double comm_slowdown_;  // compute slowdown while a collective's kernel is resident
   int threads_;
+  tbb::task_arena arena_;
   std::vector<RankState> ranks_;
   std::vector<StageOps> ops_;  // per stage
   GroupState groups_[5];  // TP, DP, embedding, EP, expert DP

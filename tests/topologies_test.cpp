@@ -8,6 +8,8 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "sim/base/error.hpp"
 #include "topologies/builders.hpp"
@@ -144,6 +146,36 @@ TEST_CASE("large cluster gets a spine with oversubscribed uplinks", "[topologies
     if (g.device(g.link_target(i)).name == "spine0") uplink = g.link(i).bytes_per_s;
   }
   CHECK(uplink == 32 * 12.5e9 / 2);
+}
+
+TEST_CASE("routes searched on several threads at once are the routes one thread finds", "[topologies][concurrency]") {
+  // Explicit spines, so the ECMP choice runs too; four plain threads ask for overlapping pairs.
+  ClusterConfig c;
+  c.nodes = 16;
+  c.nics_per_node = 8;
+  c.spines = 4;
+  const ClusterGraph g = build_cluster(c);
+  const int n = g.num_gpus();
+  auto pair_of = [n](int i) { return std::pair<int, int>{(i * 37) % n, (i * 101 + 7) % n}; };
+  const int pairs = 2000;
+  Router alone(g);
+  std::vector<std::vector<int>> expected;
+  for (int i = 0; i < pairs; ++i) expected.push_back(alone.route(pair_of(i).first, pair_of(i).second).links);
+  Router shared(g);
+  std::vector<std::vector<std::vector<int>>> found(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < pairs; ++i) {
+        const int k = (i + t * pairs / 4) % pairs;  // each thread starts elsewhere
+        found[t].push_back(shared.route(pair_of(k).first, pair_of(k).second).links);
+      }
+    });
+  for (std::thread& th : threads) th.join();
+  for (int t = 0; t < 4; ++t)
+    for (int i = 0; i < pairs; ++i) CHECK(found[t][i] == expected[(i + t * pairs / 4) % pairs]);
+  // One stored route per pair, whichever thread searched it first.
+  CHECK(&shared.route(pair_of(5).first, pair_of(5).second) == &shared.route(pair_of(5).first, pair_of(5).second));
 }
 
 TEST_CASE("PCIe boxes with and without P2P", "[topologies]") {

@@ -7,7 +7,8 @@
 // A route crosses only fabric devices (node -1) and the devices of its two end nodes, never the
 // inside of a third node; the search stops when the destination is settled and resets only the
 // vertices it touched, so a route costs the size of the fabric, not of the whole cluster.
-// Routes are computed on first request and cached per (src, dst) pair under a mutex.
+// Routes are computed on first request and cached per (src, dst) pair under a mutex; the
+// searches themselves run outside it, on per-thread scratch, so threads search in parallel.
 #include "topologies/routing.hpp"
 
 #include <fmt/format.h>
@@ -85,86 +86,115 @@ std::uint64_t ecmp_hash(int src_gpu, int dst_gpu, VertexId at) {
   return mix((static_cast<std::uint64_t>(src_gpu) << 32 | static_cast<std::uint32_t>(dst_gpu)) ^ mix(at));
 }
 
-template <typename FilteredGraph>
-Graph::edge_descriptor Router::ecmp_choice(const FilteredGraph& fg, VertexId v, int src_gpu, int dst_gpu,
-                                           Graph::edge_descriptor recorded) const {
-  const Graph& g = graph_.graph();
-  candidates_.clear();
-  for (Graph::edge_descriptor e : boost::make_iterator_range(boost::in_edges(v, fg))) {
-    const VertexId u = boost::source(e, g);
-    if (g[u].kind == DeviceKind::network_switch && dist_[u] + link_weight(g, e) == dist_[v]) candidates_.push_back(e);
+namespace {
+
+// Dijkstra scratch of one thread, sized to the graph; reset after each search.
+struct SearchScratch {
+  std::vector<double> dist;
+  std::vector<VertexId> pred;
+  std::vector<Graph::edge_descriptor> pred_edge;
+  std::vector<boost::default_color_type> color;
+  std::vector<VertexId> touched;
+  std::vector<Graph::edge_descriptor> candidates;
+};
+
+SearchScratch& scratch_for(std::size_t n) {
+  thread_local SearchScratch s;
+  if (s.dist.size() != n) {
+    s.dist.assign(n, std::numeric_limits<double>::infinity());
+    s.pred.resize(n);
+    for (VertexId v = 0; v < n; ++v) s.pred[v] = v;
+    s.pred_edge.resize(n);
+    s.color.assign(n, boost::white_color);
   }
-  if (candidates_.size() < 2) return recorded;
-  std::sort(candidates_.begin(), candidates_.end(), [&g](Graph::edge_descriptor a, Graph::edge_descriptor b) {
-    return g[a].id < g[b].id;
-  });
-  return candidates_[ecmp_hash(src_gpu, dst_gpu, v) % candidates_.size()];
+  return s;
 }
 
-const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (by_src_.empty()) by_src_.resize(graph_.num_gpus());
-  auto& known = by_src_.at(src_gpu);
-  const auto at = std::lower_bound(known.begin(), known.end(), dst_gpu,
-                                   [](const auto& entry, int dst) { return entry.first < dst; });
-  if (at != known.end() && at->first == dst_gpu) return *at->second;
+// Among the equal-cost links into `v` from network switches, the one the ECMP hash picks;
+// `recorded` (Dijkstra's) when there is no choice.
+template <typename FilteredGraph>
+Graph::edge_descriptor ecmp_choice(const Graph& g, const FilteredGraph& fg, SearchScratch& s, VertexId v, int src_gpu,
+                                   int dst_gpu, Graph::edge_descriptor recorded) {
+  s.candidates.clear();
+  for (Graph::edge_descriptor e : boost::make_iterator_range(boost::in_edges(v, fg))) {
+    const VertexId u = boost::source(e, g);
+    if (g[u].kind == DeviceKind::network_switch && s.dist[u] + link_weight(g, e) == s.dist[v]) s.candidates.push_back(e);
+  }
+  if (s.candidates.size() < 2) return recorded;
+  std::sort(s.candidates.begin(), s.candidates.end(), [&g](Graph::edge_descriptor a, Graph::edge_descriptor b) {
+    return g[a].id < g[b].id;
+  });
+  return s.candidates[ecmp_hash(src_gpu, dst_gpu, v) % s.candidates.size()];
+}
 
+}  // namespace
+
+const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
+  const auto find = [&](auto& known) {
+    return std::lower_bound(known.begin(), known.end(), dst_gpu, [](const auto& entry, int dst) { return entry.first < dst; });
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (by_src_.empty()) by_src_.resize(graph_.num_gpus());
+    auto& known = by_src_.at(src_gpu);
+    const auto at = find(known);
+    if (at != known.end() && at->first == dst_gpu) return *at->second;
+  }
+  RouteInfo info = search(src_gpu, dst_gpu);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto& known = by_src_[src_gpu];
+  const auto at = find(known);
+  if (at != known.end() && at->first == dst_gpu) return *at->second;  // another thread's search, the same route
+  const RouteInfo& stored = routes_.emplace_back(std::move(info));
+  known.insert(at, {dst_gpu, &stored});
+  return stored;
+}
+
+RouteInfo Router::search(int src_gpu, int dst_gpu) const {
   const Graph& g = graph_.graph();
   const VertexId src = graph_.gpu(src_gpu);
   const VertexId dst = graph_.gpu(dst_gpu);
   RouteInfo info;
   info.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
-  if (src != dst) {
-    const auto n = boost::num_vertices(g);
-    if (dist_.size() != n) {
-      dist_.assign(n, std::numeric_limits<double>::infinity());
-      pred_.resize(n);
-      for (VertexId v = 0; v < n; ++v) pred_[v] = v;
-      pred_edge_.resize(n);
-      color_.assign(n, boost::white_color);
-    }
-    // Only fabric devices (node -1) and the two end nodes' devices may carry the route.
-    const boost::filtered_graph<Graph, boost::keep_all, RouteDevices> fg(
-        g, boost::keep_all(), RouteDevices{&g, g[src].node, g[dst].node});
-    const auto index = boost::get(boost::vertex_index, g);
-    auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
-        [&g](Graph::edge_descriptor e) { return link_weight(g, e); });
-    touched_.clear();
-    touched_.push_back(src);
-    dist_[src] = 0;
-    try {
-      boost::dijkstra_shortest_paths_no_init(
-          fg, src, boost::make_iterator_property_map(pred_.begin(), index),
-          boost::make_iterator_property_map(dist_.begin(), index), weight, index, std::less<double>(),
-          boost::closed_plus<double>(), 0.0,
-          SearchVisitor{{}, dst, &touched_, &pred_edge_}, boost::make_iterator_property_map(color_.begin(), index));
-    } catch (const RouteFound&) {
-    }
-    const bool found = pred_[dst] != dst;
-    if (found) {
-      for (VertexId v = dst; v != src; v = boost::source(pred_edge_[v], g)) {
-        if (g[boost::source(pred_edge_[v], g)].kind == DeviceKind::network_switch)
-          pred_edge_[v] = ecmp_choice(fg, v, src_gpu, dst_gpu, pred_edge_[v]);
-        const Link& link = g[pred_edge_[v]];
-        info.links.push_back(link.id);
-        info.bottleneck_bytes_per_s = std::min(info.bottleneck_bytes_per_s, link.bytes_per_s);
-        info.latency_ns += link.latency_ns;
-      }
-      std::reverse(info.links.begin(), info.links.end());
-    }
-    for (VertexId v : touched_) {
-      dist_[v] = std::numeric_limits<double>::infinity();
-      pred_[v] = v;
-      color_[v] = boost::white_color;
-    }
-    if (!found) {
-      throw InputError(fmt::format("no route from {} to {}: the topology is disconnected",
-                                   g[src].name, g[dst].name));
-    }
+  if (src == dst) return info;
+  SearchScratch& s = scratch_for(boost::num_vertices(g));
+  // Only fabric devices (node -1) and the two end nodes' devices may carry the route.
+  const boost::filtered_graph<Graph, boost::keep_all, RouteDevices> fg(g, boost::keep_all(),
+                                                                        RouteDevices{&g, g[src].node, g[dst].node});
+  const auto index = boost::get(boost::vertex_index, g);
+  auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
+      [&g](Graph::edge_descriptor e) { return link_weight(g, e); });
+  s.touched.clear();
+  s.touched.push_back(src);
+  s.dist[src] = 0;
+  try {
+    boost::dijkstra_shortest_paths_no_init(
+        fg, src, boost::make_iterator_property_map(s.pred.begin(), index),
+        boost::make_iterator_property_map(s.dist.begin(), index), weight, index, std::less<double>(),
+        boost::closed_plus<double>(), 0.0, SearchVisitor{{}, dst, &s.touched, &s.pred_edge},
+        boost::make_iterator_property_map(s.color.begin(), index));
+  } catch (const RouteFound&) {
   }
-  const RouteInfo& stored = routes_.emplace_back(std::move(info));
-  known.insert(at, {dst_gpu, &stored});
-  return stored;
+  const bool found = s.pred[dst] != dst;
+  if (found) {
+    for (VertexId v = dst; v != src; v = boost::source(s.pred_edge[v], g)) {
+      if (g[boost::source(s.pred_edge[v], g)].kind == DeviceKind::network_switch)
+        s.pred_edge[v] = ecmp_choice(g, fg, s, v, src_gpu, dst_gpu, s.pred_edge[v]);
+      const Link& link = g[s.pred_edge[v]];
+      info.links.push_back(link.id);
+      info.bottleneck_bytes_per_s = std::min(info.bottleneck_bytes_per_s, link.bytes_per_s);
+      info.latency_ns += link.latency_ns;
+    }
+    std::reverse(info.links.begin(), info.links.end());
+  }
+  for (VertexId v : s.touched) {
+    s.dist[v] = std::numeric_limits<double>::infinity();
+    s.pred[v] = v;
+    s.color[v] = boost::white_color;
+  }
+  if (!found)
+    throw InputError(fmt::format("no route from {} to {}: the topology is disconnected", g[src].name, g[dst].name));
+  return info;
 }
 
 void Router::check_connected() const {

@@ -30,17 +30,15 @@ struct RouteInfo {
 class Router {
  public:
   explicit Router(const ClusterGraph& graph) : graph_(graph) {}
-  // Thread-safe. Throws InputError naming both devices when no path exists.
+  // Thread-safe: searches run in parallel, the cache is shared. Throws InputError naming both
+  // devices when no path exists.
   const RouteInfo& route(int src_gpu, int dst_gpu) const;
   // Checks every GPU reaches GPU 0 and GPU 0 reaches every GPU; throws InputError otherwise.
   void check_connected() const;
 
  private:
-  // Among the equal-cost links into `v` from network switches, the one the ECMP hash picks;
-  // `recorded` (Dijkstra's) when there is no choice. Under mutex_, after the search.
-  template <typename FilteredGraph>
-  Graph::edge_descriptor ecmp_choice(const FilteredGraph& fg, VertexId v, int src_gpu, int dst_gpu,
-                                     Graph::edge_descriptor recorded) const;
+  // The route's search, outside the lock (each thread has its own scratch).
+  RouteInfo search(int src_gpu, int dst_gpu) const;
 
   const ClusterGraph& graph_;
   mutable std::mutex mutex_;
@@ -48,13 +46,6 @@ class Router {
   // sorted by destination: a route lookup reads one small contiguous list, not a hash node.
   mutable std::deque<RouteInfo> routes_;
   mutable std::vector<std::vector<std::pair<int, const RouteInfo*>>> by_src_;
-  // Dijkstra scratch (under mutex_), sized to the graph; reset after each search.
-  mutable std::vector<double> dist_;
-  mutable std::vector<VertexId> pred_;
-  mutable std::vector<Graph::edge_descriptor> pred_edge_;
-  mutable std::vector<boost::default_color_type> color_;
-  mutable std::vector<VertexId> touched_;
-  mutable std::vector<Graph::edge_descriptor> candidates_;
 };
 
 }  // namespace dtsim
