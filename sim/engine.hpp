@@ -8,8 +8,10 @@
 // was caused. So all rank events in [T, T + kLookaheadNs), T the earliest pending event, are
 // handled rank by rank in a tbb::parallel_for; what they do to shared state (posting a
 // collective, starting a send) and their trace records are buffered per rank and then applied
-// sequentially in (time, rank, sequence) order together with the network's events. The result
-// and the trace are identical for any thread count.
+// sequentially in (time, rank, sequence) order together with the network's events. Transfers
+// that stay inside a node on NVLink links nothing else crosses run on that node's own flow
+// network, in parallel across nodes after the rank phase (engine_domains.hpp). The result and
+// the trace are identical for any thread count.
 //
 // Thread safety: an Engine is used by one thread at a time (it may use `threads` TBB workers).
 #pragma once
