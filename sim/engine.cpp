@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "sim/engine_domains.hpp"
+#include "sim/engine_groups.hpp"
 #include "sim/engine_ops.hpp"
 #include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
@@ -36,12 +37,6 @@ constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs)
 // threads without it). The order of work is the same either way.
 constexpr std::size_t kMinParallelRanks = 128;
 constexpr std::size_t kMinParallelDomains = 16;
-
-// A pending collective of one group: members that posted it and when the last one did.
-struct Rendezvous {
-  int arrived = 0;
-  TimeNs latest = 0;
-};
 
 // The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
 // (each member completes the op it posted on `stream`).
@@ -72,17 +67,12 @@ class Simulation {
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
         peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()),
-        threads_(std::max(1, options.threads)), arena_(threads_), global_(Transfers(graph, comm.router())),
+        threads_(std::max(1, options.threads)), arena_(threads_), groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
         heads_(program.plan.num_ranks()),
         domain_heads_(0) {
     const int n = plan_.num_ranks();
     ranks_.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
-    for (GroupState& g : groups_) {
-      g.rendezvous.resize(n);
-      g.rings.resize(n);
-      g.members.resize(n);
-    }
     for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
     for (int r = 0; r < n; ++r) {
       RankState& s = ranks_[r];
@@ -95,9 +85,7 @@ class Simulation {
     }
     warm_routes();
     if (options.node_domains) {
-      domains_ = node_domains(
-          program, graph, comm.router(), [this](int r, Group g) -> const std::vector<int>& { return members(r, g); },
-          [this](int r, Group g) -> const RingSet& { return rings_of(r, g); }, [this](int r, Group g) { return peer(r, g); });
+      domains_ = node_domains(program, graph, comm.router(), groups_);
     } else {
       domains_.domain_of_rank.assign(n, -1);
       domains_.domain_of_link.assign(graph.num_links(), -1);
@@ -123,27 +111,14 @@ class Simulation {
         if (p.comm[op] == CommKind::send) sends = true;
         else if (p.comm[op] != CommKind::none && p.comm[op] != CommKind::recv) used[collective_group_index(p.group[op])] = true;
       }
-    const Group groups[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
+    const Group group_at[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
     for_each_index(static_cast<std::size_t>(plan_.num_ranks()), 1, 16, [&](std::size_t i) {
       const int r = static_cast<int>(i);
       for (int g = 0; g < kNumCollectiveGroups; ++g)
-        if (used[g] && leads(r, groups[g])) rings_of(r, groups[g]);  // writes only the leader's entries
+        if (used[g] && groups_.leads(r, group_at[g])) groups_.rings(r, group_at[g]);  // builds only the leader's entries
       if (sends && plan_.pp > 1)
-        for (Group dir : {Group::pp_next, Group::pp_prev}) send_path(r, dir == Group::pp_next, peer(r, dir));
+        for (Group dir : {Group::pp_next, Group::pp_prev}) send_path(r, dir == Group::pp_next, groups_.peer(r, dir));
     });
-  }
-
-  // Whether `rank` is the first of its group (members()).
-  bool leads(int rank, Group g) const {
-    const RankCoords c = plan_.coords(rank);
-    switch (g) {
-      case Group::tp: return c.tp == 0;
-      case Group::embedding: return c.pp == 0;
-      case Group::dp: return c.dp == 0;
-      case Group::ep: return c.dp % plan_.ep == 0;
-      case Group::expert_dp: return c.dp < plan_.ep;
-      default: return false;
-    }
   }
 
   EngineResult run() {
@@ -336,7 +311,7 @@ class Simulation {
     if (d < 0) return -1;
     const StageProgram& p = program_.stages[ranks_[a.rank].stage];
     const Group g = p.group[a.op];
-    if (p.comm[a.op] == CommKind::send) return domains_.domain_of_rank[peer(a.rank, g)] == d ? d : -1;
+    if (p.comm[a.op] == CommKind::send) return domains_.domain_of_rank[groups_.peer(a.rank, g)] == d ? d : -1;
     return domains_.group_in_node[collective_group_index(g)][a.rank] ? d : -1;
   }
 
@@ -429,7 +404,7 @@ class Simulation {
   void apply(Domain& d, const Action& a) {
     const StageProgram& p = program_.stages[ranks_[a.rank].stage];
     if (p.comm[a.op] != CommKind::send) return post_collective(d, a.rank, a.op, a.time);
-    const int dst = peer(a.rank, p.group[a.op]);
+    const int dst = groups_.peer(a.rank, p.group[a.op]);
     const SendPath& send = send_path(a.rank, p.group[a.op] == Group::pp_next, dst);
     d.hops.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(send.path), 0, send.route});
     const TimeNs tail = comm_.send_tail(send.path);
@@ -450,51 +425,6 @@ class Simulation {
     return send;
   }
 
-  // Ranks of this rank's TP, DP, embedding, EP or expert-DP group in ring order; the first is the
-  // group's leader. The embedding group joins the first and last pipeline stages (tied
-  // embeddings); the EP group is the block of ep consecutive DP ranks holding this rank, the
-  // expert-DP group the DP ranks at this rank's position in every block. Built once per group,
-  // on first use.
-  const std::vector<int>& members(int rank, Group g) {
-    RankCoords c = plan_.coords(rank);
-    int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
-    const int base = g == Group::ep ? c.dp / plan_.ep * plan_.ep : g == Group::expert_dp ? c.dp % plan_.ep : 0;
-    const int stride = g == Group::expert_dp ? plan_.ep : 1;
-    const int size = g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
-                                                                                                  : plan_.dp;
-    coord = base;
-    std::vector<int>& out = state(g).members[plan_.rank_of(c)];
-    if (out.empty()) {
-      if (g == Group::embedding) {
-        out.push_back(plan_.rank_of(c));
-        coord = plan_.pp - 1;
-        out.push_back(plan_.rank_of(c));
-      } else {
-        for (int i = 0; i < size; ++i) {
-          coord = base + i * stride;
-          out.push_back(plan_.rank_of(c));
-        }
-      }
-    }
-    return out;
-  }
-
-  struct GroupState {
-    std::vector<Rendezvous> rendezvous;      // indexed by group leader rank
-    std::vector<RingSet> rings;              // rings of the group, computed on first use
-    std::vector<std::vector<int>> members;
-  };
-  GroupState& state(Group g) {
-    return groups_[g == Group::tp ? 0 : g == Group::dp ? 1 : g == Group::embedding ? 2 : g == Group::ep ? 3 : 4];
-  }
-
-  // The neighbouring stage; with interleaving the last stage feeds the first (next chunk).
-  int peer(int rank, Group g) const {
-    RankCoords c = plan_.coords(rank);
-    c.pp = (c.pp + (g == Group::pp_next ? 1 : plan_.pp - 1)) % plan_.pp;
-    return plan_.rank_of(c);
-  }
-
   static void start_transfer(Domain& d, TimeNs now, std::span<const TimeNs> phase_tails, CommSlot slot) {
     int tag;
     if (d.free_slots.empty()) {
@@ -509,24 +439,16 @@ class Simulation {
     d.transfers.start(now, d.hops, phase_tails, tag);
   }
 
-  // The rings of rank's group, computed on first use.
-  const RingSet& rings_of(int rank, Group g) {
-    const std::vector<int>& group = members(rank, g);
-    RingSet& rings = state(g).rings[group.front()];
-    if (rings.rings.empty()) rings = comm_.rings(group);
-    return rings;
-  }
-
   void post_collective(Domain& d, int rank, int op, TimeNs now) {
     const StageProgram& p = program_.stages[ranks_[rank].stage];
     const Group g = p.group[op];
-    const std::vector<int>& group = members(rank, g);
+    const std::vector<int>& group = groups_.members(rank, g);
     const int leader = group.front();
-    Rendezvous& rv = state(g).rendezvous[leader];
+    Rendezvous& rv = groups_.rendezvous(leader, g);
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
     if (rv.arrived < static_cast<int>(group.size())) return;
-    const RingSet& rings = rings_of(rank, g);
+    const RingSet& rings = groups_.rings(rank, g);
     const CollectiveCost cost = comm_.cost(p.comm[op], p.bytes[op], rings);
     lower_collective(p.comm[op], p.bytes[op], rings, cost, d.hops);
     const TimeNs latest = rv.latest;
@@ -558,14 +480,14 @@ class Simulation {
         // Members may run different stage programs (the embedding group): each completes the op
         // it posted, the one before the cursor of the collective's stream.
         const int st = static_cast<int>(slot.stream);
-        for (int member : members(slot.rank, slot.group)) {
+        for (int member : groups_.members(slot.rank, slot.group)) {
           const RankState& m = ranks_[member];
           schedule_remote(d, member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
         }
         continue;
       }
       schedule_remote(d, slot.rank, slot.op, f.start_ns, f.end_ns);
-      const int dst = peer(slot.rank, slot.group);
+      const int dst = groups_.peer(slot.rank, slot.group);
       RankState& receiver = ranks_[dst];
       const StageProgram& dp = program_.stages[receiver.stage];
       const bool from_prev = slot.group == Group::pp_next;
@@ -607,7 +529,7 @@ class Simulation {
   tbb::task_arena arena_;
   std::vector<RankState> ranks_;
   std::vector<StageOps> ops_;  // per stage
-  GroupState groups_[5];  // TP, DP, embedding, EP, expert DP
+  RankGroups groups_;
   Domain global_;                 // the network of everything no node domain owns
   std::vector<Domain> nodes_;     // node domains
   NodeDomains domains_;

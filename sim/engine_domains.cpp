@@ -7,10 +7,6 @@
 
 namespace dtsim {
 
-int collective_group_index(Group g) {
-  return g == Group::tp ? 0 : g == Group::dp ? 1 : g == Group::embedding ? 2 : g == Group::ep ? 3 : 4;
-}
-
 namespace {
 
 bool is_nvlink(LinkKind k) {
@@ -20,10 +16,7 @@ bool is_nvlink(LinkKind k) {
 
 }  // namespace
 
-NodeDomains node_domains(const Program& program, const ClusterGraph& graph, const Router& router,
-                         const std::function<const std::vector<int>&(int, Group)>& members,
-                         const std::function<const RingSet&(int, Group)>& rings,
-                         const std::function<int(int, Group)>& peer) {
+NodeDomains node_domains(const Program& program, const ClusterGraph& graph, const Router& router, RankGroups& groups) {
   const int n = program.plan.num_ranks(), nodes = graph.num_nodes();
   // The groups the step uses, and whether each holds all-to-alls (routes between every pair).
   std::array<bool, kNumCollectiveGroups> used{}, all_pairs{};
@@ -56,12 +49,12 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
     }
   };
   NodeDomains out;
-  const Group groups[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
+  const Group group_at[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
   for (int g = 0; g < kNumCollectiveGroups; ++g) {
     out.group_in_node[g].assign(n, 0);
     if (!used[g]) continue;
     for (int r = 0; r < n; ++r) {
-      const std::vector<int>& m = members(r, groups[g]);
+      const std::vector<int>& m = groups.members(r, group_at[g]);
       const int node = graph.node_of_gpu(r);
       const auto here = std::count_if(m.begin(), m.end(), [&](int x) { return graph.node_of_gpu(x) == node; });
       if (here == static_cast<long>(m.size())) {
@@ -83,7 +76,7 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
   if (sends && program.plan.pp > 1)
     for (int r = 0; r < n; ++r)
       for (Group dir : {Group::pp_next, Group::pp_prev}) {
-        const int dst = peer(r, dir);
+        const int dst = groups.peer(r, dir);
         if (graph.node_of_gpu(dst) == graph.node_of_gpu(r)) claim(graph.node_of_gpu(r), r, dst);
       }
   // Routes of transfers between nodes must not cross a claimed link: the hops of each group
@@ -100,9 +93,9 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
   for (int g = 0; g < kNumCollectiveGroups; ++g) {
     if (!used[g]) continue;
     for (int r = 0; r < n; ++r) {
-      const std::vector<int>& m = members(r, groups[g]);
+      const std::vector<int>& m = groups.members(r, group_at[g]);
       if (out.group_in_node[g][r] || r != m.front()) continue;
-      const RingSet& set = rings(r, groups[g]);
+      const RingSet& set = groups.rings(r, group_at[g]);
       for (CommKind kind : kinds[g])
         for (Algorithm a : {Algorithm::ring, Algorithm::tree}) {
           if (a == Algorithm::tree && !CommModel::tree_applies(kind, set)) continue;
@@ -117,7 +110,7 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
   if (sends && program.plan.pp > 1)
     for (int r = 0; r < n; ++r)
       for (Group dir : {Group::pp_next, Group::pp_prev}) {
-        const int dst = peer(r, dir);
+        const int dst = groups.peer(r, dir);
         if (graph.node_of_gpu(dst) != graph.node_of_gpu(r)) check(router.route(r, dst));
       }
   std::vector<int> domain_of_node(nodes, -1);

@@ -14,18 +14,14 @@
 // (Transfers::forbid).
 #pragma once
 #include <array>
-#include <functional>
 #include <vector>
 
 #include "sim/comm_model.hpp"
+#include "sim/engine_groups.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "workloads/program.hpp"
 
 namespace dtsim {
-
-// The collective groups by index: TP, DP, embedding, EP, expert DP.
-constexpr int kNumCollectiveGroups = 5;
-int collective_group_index(Group g);
 
 struct NodeDomains {
   std::vector<std::vector<int>> links;  // per domain: the links it owns
@@ -35,11 +31,7 @@ struct NodeDomains {
   std::array<std::vector<char>, kNumCollectiveGroups> group_in_node;
 };
 
-// members(rank, group): the ranks of rank's group in ring order; rings(rank, group): its rings.
-// peer(rank, group): the rank a pipeline send of `group` (pp_next | pp_prev) goes to.
-NodeDomains node_domains(const Program& program, const ClusterGraph& graph, const Router& router,
-                         const std::function<const std::vector<int>&(int, Group)>& members,
-                         const std::function<const RingSet&(int, Group)>& rings,
-                         const std::function<int(int, Group)>& peer);
+// Builds every group the program uses (and their rings) in `groups`.
+NodeDomains node_domains(const Program& program, const ClusterGraph& graph, const Router& router, RankGroups& groups);
 
 }  // namespace dtsim

@@ -135,27 +135,9 @@ TEST_CASE("a node gets its own flow network only where nothing else crosses its 
     validate_scenario(sc, graph.num_gpus());
     const Program program = build_program(sc.model, sc.plan);
     const Router router(graph);
-    // Group members from the plan, as the engine builds them (TP and DP only in these cases).
-    std::vector<std::vector<int>> tp(graph.num_gpus()), dp(graph.num_gpus());
-    std::vector<RingSet> rings(graph.num_gpus());
     const CommModel comm(graph, router);
-    for (int r = 0; r < graph.num_gpus(); ++r) {
-      RankCoords c = sc.plan.coords(r);
-      for (int i = 0; i < sc.plan.tp; ++i) tp[r].push_back(sc.plan.rank_of(RankCoords{c.dp, i, c.pp}));
-      for (int i = 0; i < sc.plan.dp; ++i) dp[r].push_back(sc.plan.rank_of(RankCoords{i, c.tp, c.pp}));
-    }
-    return node_domains(
-        program, graph, router,
-        [&](int r, Group g) -> const std::vector<int>& { return g == Group::tp ? tp[r] : dp[r]; },
-        [&](int r, Group g) -> const RingSet& {
-          const std::vector<int>& m = g == Group::tp ? tp[r] : dp[r];
-          return rings[m.front()] = comm.rings(m);
-        },
-        [&](int r, Group g) {
-          RankCoords c = sc.plan.coords(r);
-          c.pp = (c.pp + (g == Group::pp_next ? 1 : sc.plan.pp - 1)) % sc.plan.pp;
-          return sc.plan.rank_of(c);
-        });
+    RankGroups groups(sc.plan, comm);
+    return node_domains(program, graph, router, groups);
   };
   // TP 8 in NVSwitch nodes, DP one GPU per node: every node has its own.
   const Scenario llama = load("llama3-405b-16k.ini", {"--parallel.dp=2", "--training.global_batch=32",
