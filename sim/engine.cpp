@@ -16,6 +16,7 @@
 #include "sim/engine_domains.hpp"
 #include "sim/engine_groups.hpp"
 #include "sim/engine_ops.hpp"
+#include "sim/engine_rank.hpp"
 #include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_result.hpp"
@@ -27,10 +28,6 @@ namespace {
 // A cross-rank effect is a transfer completion; every transfer pays at least the smallest launch
 // base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
 // before t + kLookaheadNs. The merge phase checks it.
-// NCCL collectives run as kernels that hold SMs from their launch to their end; sends and
-// receives are not counted.
-bool is_collective(CommKind k) { return k != CommKind::none && k != CommKind::send && k != CommKind::recv; }
-
 constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
 // Windows with fewer active ranks run on one thread: forking costs more than the few events
 // save (BLOOM's windows hold ~30 events: 1.7 s on 1 or 2 threads with this threshold, 2.0 s on 2
@@ -66,8 +63,9 @@ class Simulation {
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
              const ComputeModel& compute, TraceSink* sink, TraceDetail detail, const EngineOptions& options)
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
-        peak_flops_(compute.peak_flops()), comm_slowdown_(compute.comm_overlap_slowdown()),
-        threads_(std::max(1, options.threads)), arena_(threads_), groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
+        peak_flops_(compute.peak_flops()),
+        threads_(std::max(1, options.threads)), arena_(threads_),
+        rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains), groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
         heads_(program.plan.num_ranks()),
         domain_heads_(0) {
     const int n = plan_.num_ranks();
@@ -80,7 +78,7 @@ class Simulation {
       s.stage = c.pp;
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
-      push_local(s, LocalEvent{0, 0, -1, 0});
+      s.push(LocalEvent{0, 0, -1, 0});
       heads_.set(r, 0);
     }
     warm_routes();
@@ -131,7 +129,7 @@ class Simulation {
       for_each_index(active_.size(), kMinParallelRanks, 8, [this](std::size_t i) {
         prefetch(i + 8, false);
         prefetch(i + 4, true);
-        run_rank(ranks_[active_[i]], active_[i]);
+        rank_events_.run(ranks_[active_[i]], active_[i], window_end_);
       });
       distribute_actions();
       run_node_domains();
@@ -156,10 +154,6 @@ class Simulation {
     });
   }
 
-  static void push_local(RankState& s, LocalEvent ev) {
-    s.queue.push_back(ev);
-    std::push_heap(s.queue.begin(), s.queue.end(), std::greater<>());
-  }
   // At 16K ranks the ranks' states do not fit in cache and a window visits each active rank
   // once: fetch the state of the i-th active rank ahead of its turn (first the state, then its
   // queue). No effect on results.
@@ -182,124 +176,6 @@ class Simulation {
   static TimeNs network_next(const Domain& d) {
     const TimeNs next = d.transfers.next_event();
     return next == Transfers::kNever ? next : std::max(next, d.now);
-  }
-
-  // ---- Parallel phase: everything below until merge_window() touches only rank `rank`. ----
-
-  void run_rank(RankState& s, int rank) {
-    while (!s.queue.empty() && s.queue.front().time < window_end_) {
-      std::pop_heap(s.queue.begin(), s.queue.end(), std::greater<>());
-      const LocalEvent ev = s.queue.back();
-      s.queue.pop_back();
-      if (ev.op < 0) start_rank(s, rank);
-      else finish(s, rank, ev);
-    }
-  }
-
-  void schedule(RankState& s, int op, TimeNs start, TimeNs end) { push_local(s, LocalEvent{end, s.event_seq++, op, start}); }
-
-  void start_rank(RankState& s, int rank) {
-    const StageProgram& p = program_.stages[s.stage];
-    for (int c = 0; c < kNumMemCategories; ++c) allocate(s, rank, 0, static_cast<MemCategory>(c), p.static_bytes[c]);
-    for (int st = 0; st < kNumStreams; ++st) try_start(s, rank, st, 0, false);
-  }
-
-  void allocate(RankState& s, int rank, TimeNs time, MemCategory c, double bytes) {
-    if (bytes == 0) return;
-    s.mem[static_cast<int>(c)] += bytes;
-    double total = 0;
-    for (double b : s.mem) total += b;
-    s.peak = std::max(s.peak, total);
-    if (total > gpu_.memory_bytes && s.oom_time < 0) s.oom_time = time;
-    if (s.traced) s.memory_records.push_back(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
-  }
-
-  void apply_memory(RankState& s, int rank, TimeNs time, const EngineOp& e, bool at_end) {
-    const std::vector<MemChange>& changes = program_.stages[s.stage].mem_changes;
-    for (int i = e.mem_begin; i < e.mem_begin + e.mem_count; ++i)
-      if (changes[i].at_end == at_end) allocate(s, rank, time, changes[i].category, changes[i].bytes);
-  }
-
-  // The sequence (engine_ops.hpp) whose progress `op`, the next op of `stream`, waits for, or
-  // -1 when its dependencies are done; resumes after those found done before (done never
-  // reverts), so a long-blocked op is not rescanned.
-  static int blocking_sequence(RankState& s, const StageOps& table, int stream, const EngineOp& e) {
-    int& known = s.deps_known[stream];
-    for (int i = e.dep_begin + known; i < e.dep_begin + e.dep_count; ++i, ++known) {
-      const SeqPos dep = table.deps[i];
-      const int completed = dep.seq < kNumStreams ? s.next[dep.seq] - s.busy[dep.seq] : s.recv_done[dep.seq - kNumStreams];
-      if (dep.pos >= completed) return dep.seq;
-    }
-    return -1;
-  }
-
-  // Starts the next op of `stream` if it can start now, and records what the stream waits for
-  // next (RankState::waits_on). pipeline_wait: the op that just ended brought a pipeline message
-  // (a receive, or the TP all-gather of a scattered one), so a compute gap it ends is a bubble.
-  void try_start(RankState& s, int rank, int stream, TimeNs now, bool pipeline_wait) {
-    const StageProgram& p = program_.stages[s.stage];
-    const auto& ops = p.stream_ops[stream];
-    if (s.busy[stream]) return;
-    if (s.next[stream] >= static_cast<int>(ops.size())) {
-      s.waits_on[stream] = -1;
-      return;
-    }
-    const int op = ops[s.next[stream]];
-    const StageOps& table = ops_[s.stage];
-    const EngineOp& e = table.ops[op];
-    const int blocking = blocking_sequence(s, table, stream, e);
-    if (blocking >= 0) {
-      s.waits_on[stream] = static_cast<std::int8_t>(blocking);
-      return;
-    }
-    s.waits_on[stream] = static_cast<std::int8_t>(stream);
-    s.busy[stream] = true;
-    ++s.next[stream];
-    s.deps_known[stream] = 0;
-    apply_memory(s, rank, now, e, false);
-    if (e.comm != CommKind::none) {
-      if (is_collective(e.comm)) ++s.collectives_in_flight;
-      s.actions.push_back(Action{now, rank, s.action_seq++, op});
-      return;
-    }
-    const TimeNs gap = now - s.compute_idle_since;
-    if (gap > 0) (pipeline_wait ? s.bubble_ns : s.exposed_ns) += gap;
-    // A kernel that starts while a collective's kernel holds SMs runs on the SMs left to it.
-    const double speed = s.speed / (s.collectives_in_flight > 0 ? comm_slowdown_ : 1.0);
-    const TimeNs nominal = e.duration;
-    const TimeNs d = speed == 1 ? nominal : static_cast<TimeNs>(std::llround(static_cast<double>(nominal) / speed));
-    (e.memory_bound ? s.memory_ns : s.compute_ns) += d;
-    schedule(s, op, now, now + d);
-  }
-
-  void finish(RankState& s, int rank, const LocalEvent& ev) {
-    const int op = ev.op;
-    const StageOps& table = ops_[s.stage];
-    const EngineOp& e = table.ops[op];
-    apply_memory(s, rank, ev.time, e, true);
-    ++s.events;
-    if (e.comm == CommKind::recv) {
-      int& received = s.recv_done[e.seq - kNumStreams];
-      if (table.recv_pos[op] != received) throw std::logic_error("engine: a receive finished out of its peer's send order");
-      ++received;
-    }
-    (e.recompute ? s.recompute_flops : s.model_flops) += e.flops;
-    if (s.traced) {
-      const StageProgram& p = program_.stages[s.stage];
-      const std::int8_t category = e.comm != CommKind::none ? 2 : e.memory_bound ? 1 : 0;
-      s.event_records.push_back(EventRecord{rank, static_cast<std::int8_t>(p.stream[op]), category,
-                                            static_cast<std::int8_t>(p.phase[op]), static_cast<std::int16_t>(p.kind[op]),
-                                            p.layer[op], p.micro_batch[op], ev.start, ev.time, p.flops[op], p.bytes[op]});
-    }
-    s.last_end = std::max(s.last_end, ev.time);
-    if (e.comm != CommKind::recv) s.busy[static_cast<int>(e.stream)] = false;
-    if (is_collective(e.comm)) --s.collectives_in_flight;
-    if (e.comm == CommKind::none) s.compute_idle_since = ev.time;
-    // Communication first: a collective posted at the same instant as a kernel is launched
-    // before it (frameworks issue the asynchronous collective, then the overlapping GEMM).
-    // Only the streams waiting for this op's sequence can start now.
-    for (int st = 1; st <= kNumStreams; ++st)
-      if (s.waits_on[st % kNumStreams] == e.seq) try_start(s, rank, st % kNumStreams, ev.time, e.pipeline);
   }
 
   // ---- Node domains: after the rank phase, one task per node domain with work in the window,
@@ -462,7 +338,7 @@ class Simulation {
     if (end < window_end_)
       throw std::logic_error("engine: a transfer ended within the lookahead window; its latency tail is below "
                              "kLookaheadNs");
-    schedule(ranks_[rank], op, start, end);
+    ranks_[rank].schedule(op, start, end, false);
     if (&d == &global_) push_head(rank);
     else d.touched.push_back(rank);
   }
@@ -524,11 +400,11 @@ class Simulation {
   const CommModel& comm_;
   TraceSink* sink_;
   double peak_flops_;
-  double comm_slowdown_;  // compute slowdown while a collective's kernel is resident
   int threads_;
   tbb::task_arena arena_;
   std::vector<RankState> ranks_;
   std::vector<StageOps> ops_;  // per stage
+  RankEvents rank_events_;
   RankGroups groups_;
   Domain global_;                 // the network of everything no node domain owns
   std::vector<Domain> nodes_;     // node domains

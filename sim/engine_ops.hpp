@@ -39,8 +39,9 @@ struct EngineOp {
   CommKind comm = CommKind::none;
   Stream stream = Stream::compute;
   std::int8_t seq = -1;    // the sequence it completes in
-  bool memory_bound = false, recompute = false;
-  bool pipeline = false;   // brings a pipeline message (a receive, or the TP all-gather of a scattered one)
+  bool memory_bound : 1 = false, recompute : 1 = false;
+  bool pipeline : 1 = false;  // brings a pipeline message (a receive, or the TP all-gather of a scattered one)
+  bool observed : 1 = false;  // an op of another sequence waits for this one's end (engine_rank.hpp)
 };
 static_assert(sizeof(EngineOp) == 32);
 
@@ -86,7 +87,10 @@ struct StageOps {
         if (latest[q] >= 0) deps.push_back(SeqPos{static_cast<std::int8_t>(q), latest[q]});
       e.dep_count = static_cast<std::uint8_t>(deps.size() - e.dep_begin);
     }
+    for (const SeqPos d : deps)
+      if (d.seq < kNumStreams) ops[p.stream_ops[d.seq][d.pos]].observed = true;
   }
+
 };
 
 }  // namespace dtsim

@@ -5,7 +5,9 @@
 // Thread safety: during a window's parallel phase only the thread handling a rank touches its
 // RankState; the sequential merge phase touches any rank's.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <functional>
 #include <cstdint>
 #include <vector>
 
@@ -15,8 +17,10 @@
 namespace dtsim {
 
 // A rank's pending event: op `op` ends at `time` (started at `start`); op -1 starts the rank.
-// Ordered by (time, seq), seq counting the rank's own events.
+// Ordered by (time, seq), seq counting the rank's own events with kLocal set for the ends of its
+// own kernels, which so come after the network's completions at the same instant.
 struct LocalEvent {
+  static constexpr std::uint32_t kLocal = 1u << 31;
   TimeNs time;
   std::uint32_t seq;
   std::int32_t op;
@@ -54,8 +58,24 @@ struct RankState {
   std::int64_t events = 0;
   double model_flops = 0, recompute_flops = 0;
 
+  // The compute stream's kernel chain (engine_rank.hpp): the kernels up to position chain_last
+  // run back to back with one event, at the last one's end; -1 when there is no chain. The
+  // kernel running (position next - 1, chained or not) started at kernel_start and ends at
+  // kernel_end; chain_in_flight is collectives_in_flight when the chain was timed.
+  int chain_last = -1, chain_in_flight = 0;
+  TimeNs kernel_start = 0, kernel_end = 0;
+
   std::vector<LocalEvent> queue;  // min-heap by (time, seq)
   std::uint32_t event_seq = 0, action_seq = 0;
+
+  void push(LocalEvent ev) {
+    queue.push_back(ev);
+    std::push_heap(queue.begin(), queue.end(), std::greater<>());
+  }
+  // The end of op at `end`: of a kernel of the rank's (local), or delivered by the network.
+  void schedule(int op, TimeNs start, TimeNs end, bool local) {
+    push(LocalEvent{end, (local ? LocalEvent::kLocal : 0u) | event_seq++, op, start});
+  }
   // Produced in the current window, cleared by the merge phase (capacity kept).
   std::vector<Action> actions;
   std::vector<EventRecord> event_records;
