@@ -112,6 +112,16 @@ TEST_CASE("every shipped scenario gives identical results and trace rows on 1 an
   }
 }
 
+// For each (scenario file, overrides): the two runs `both` makes of it give the same results.
+template <class Both>
+void check_same_on(const std::vector<std::pair<std::string, std::vector<std::string>>>& cases, Both both) {
+  for (const auto& [file, overrides] : cases) {
+    INFO(file);
+    const auto [a, b] = both(load(file, overrides));
+    check_same(a, b);
+  }
+}
+
 TEST_CASE("per-node flow networks give what one flow network gives", "[engine][threads]") {
   // In-node transfers on their nodes' own flow networks (engine_domains.hpp) share no link with
   // the rest, so the step, the per-rank rows, the link bytes and the trace rows are unchanged.
@@ -123,11 +133,7 @@ TEST_CASE("per-node flow networks give what one flow network gives", "[engine][t
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
         "--cluster.slow_gpus=17:0.8,101:0.9"}},
   };
-  for (const auto& [file, overrides] : cases) {
-    INFO(file);
-    const Scenario sc = load(file, overrides);
-    check_same(simulate(sc, 1, false), simulate(sc, 2, true));
-  }
+  check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1, false), simulate(sc, 2, true)); });
 }
 
 TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads]") {
@@ -142,11 +148,7 @@ TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
         "--cluster.slow_gpus=17:0.8,101:0.9"}},
   };
-  for (const auto& [file, overrides] : cases) {
-    INFO(file);
-    const Scenario sc = load(file, overrides);
-    check_same(simulate(sc, 1, true, false), simulate(sc, 2, true, true));
-  }
+  check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1, true, false), simulate(sc, 2, true, true)); });
 }
 
 TEST_CASE("a node gets its own flow network only where nothing else crosses its in-node links", "[engine]") {
