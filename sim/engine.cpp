@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "sim/engine_domains.hpp"
+#include "sim/engine_fold.hpp"
 #include "sim/engine_groups.hpp"
 #include "sim/engine_ops.hpp"
 #include "sim/engine_rank.hpp"
@@ -52,6 +53,7 @@ struct Domain {
   std::vector<CommSlot> slots;  // what each transfer completes, indexed by its tag
   std::vector<int> free_slots;
   std::vector<HopFlow> hops;    // scratch for the flows of one transfer
+  std::vector<std::vector<HopFlow>> copy_hops;  // scratch: the flows of each TP copy (engine_fold.hpp)
   std::vector<FinishedTransfer> finished;
   TimeNs now = 0;               // its network clock
   std::vector<Action> actions;  // a node domain's actions of the current window
@@ -69,6 +71,9 @@ class Simulation {
         heads_(program.plan.num_ranks()),
         domain_heads_(0) {
     const int n = plan_.num_ranks();
+    if (options.fold_tp && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty() &&
+        !(sink_ && detail == TraceDetail::all))
+      fold_ = TpFold(plan_);
     ranks_.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
     for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
@@ -78,6 +83,7 @@ class Simulation {
       s.stage = c.pp;
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
+      if (fold_.shadow(r)) continue;
       s.push(LocalEvent{0, 0, -1, 0});
       heads_.set(r, 0);
     }
@@ -134,6 +140,11 @@ class Simulation {
       distribute_actions();
       run_node_domains();
       merge_window();
+    }
+    for (int r = 0; r < plan_.num_ranks(); ++r) {
+      if (!fold_.shadow(r)) continue;
+      ranks_[r] = ranks_[fold_.copy(r, 0)];
+      ranks_[r].events = 0;  // the summary counts the events simulated
     }
     return result();
   }
@@ -281,8 +292,17 @@ class Simulation {
     const StageProgram& p = program_.stages[ranks_[a.rank].stage];
     if (p.comm[a.op] != CommKind::send) return post_collective(d, a.rank, a.op, a.time);
     const int dst = groups_.peer(a.rank, p.group[a.op]);
-    const SendPath& send = send_path(a.rank, p.group[a.op] == Group::pp_next, dst);
-    d.hops.assign(1, HopFlow{a.rank, dst, p.bytes[a.op] / CommModel::send_wire_factor(send.path), 0, send.route});
+    const bool to_next = p.group[a.op] == Group::pp_next;
+    const SendPath& send = send_path(a.rank, to_next, dst);
+    const double bytes = p.bytes[a.op] / CommModel::send_wire_factor(send.path);
+    if (fold_.on()) {
+      for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
+        const int src = fold_.copy(a.rank, j), to = fold_.copy(dst, j);
+        hops.assign(1, HopFlow{src, to, bytes, 0, send_path(src, to_next, to).route});
+      });
+    } else {
+      d.hops.assign(1, HopFlow{a.rank, dst, bytes, 0, send.route});
+    }
     const TimeNs tail = comm_.send_tail(send.path);
     start_transfer(d, a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
   }
@@ -299,6 +319,14 @@ class Simulation {
       send.path = comm_.path(rank, dst);
     }
     return send;
+  }
+
+  // d.hops from fn(j, hops) filling the hops of each TP copy j (engine_fold.hpp).
+  template <class F>
+  void for_each_copy(Domain& d, F&& fn) {
+    d.copy_hops.resize(fold_.tp());
+    for (int j = 0; j < fold_.tp(); ++j) fn(j, d.copy_hops[j]);
+    merge_copies(d.copy_hops, d.hops);
   }
 
   static void start_transfer(Domain& d, TimeNs now, std::span<const TimeNs> phase_tails, CommSlot slot) {
@@ -323,10 +351,19 @@ class Simulation {
     Rendezvous& rv = groups_.rendezvous(leader, g);
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
-    if (rv.arrived < static_cast<int>(group.size())) return;
+    // Folded, a TP group has only its representative; the members of other groups are all
+    // representatives, and their shadows' groups run the same collective on the image rings.
+    const bool folded = fold_.on() && g != Group::tp;
+    if (rv.arrived < (fold_.on() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return;
     const RingSet& rings = groups_.rings(rank, g);
     const CollectiveCost cost = comm_.cost(p.comm[op], p.bytes[op], rings);
-    lower_collective(p.comm[op], p.bytes[op], rings, cost, d.hops);
+    if (folded) {
+      for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
+        lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), cost, hops);
+      });
+    } else {
+      lower_collective(p.comm[op], p.bytes[op], rings, cost, d.hops);
+    }
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
     start_transfer(d, latest, cost.tails(), CommSlot{leader, op, g, p.stream[op]});
@@ -357,6 +394,7 @@ class Simulation {
         // it posted, the one before the cursor of the collective's stream.
         const int st = static_cast<int>(slot.stream);
         for (int member : groups_.members(slot.rank, slot.group)) {
+          if (fold_.shadow(member)) continue;
           const RankState& m = ranks_[member];
           schedule_remote(d, member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
         }
@@ -406,6 +444,7 @@ class Simulation {
   std::vector<StageOps> ops_;  // per stage
   RankEvents rank_events_;
   RankGroups groups_;
+  TpFold fold_;                   // off unless EngineOptions::fold_tp applies
   Domain global_;                 // the network of everything no node domain owns
   std::vector<Domain> nodes_;     // node domains
   NodeDomains domains_;

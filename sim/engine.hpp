@@ -32,6 +32,10 @@ struct EngineOptions {
   std::vector<double> gpu_speed;  // compute speed factor per GPU (> 0; 1 = nominal); empty = all 1
   bool node_domains = true;       // in-node transfers on per-node flow networks where they can be (engine_domains.hpp)
   bool kernel_chains = true;      // runs of kernels with one event each run (engine_rank.hpp); same results
+  // Runs one rank per TP group for all of them (engine_fold.hpp). Set it only when permuting
+  // every TP group's ranks alike maps the cluster onto itself (tp_fold_exact in run.hpp); then
+  // the results are the same. Ignored with MoE, gpu_speed, or every rank traced.
+  bool fold_tp = false;
 };
 
 struct EngineResult {

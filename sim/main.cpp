@@ -31,7 +31,7 @@ using namespace dtsim;
 namespace {
 
 constexpr const char* kUsage =
-    "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N]\n"
+    "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
@@ -82,7 +82,8 @@ int run_command(int argc, char** argv) {
   own.add_options()("help,h", "print this help")("output,o", po::value<std::string>(),
                                                   "write the HDF5 trace to FILE (overrides output.trace)")(
       "json", "print the summary as one JSON object")(
-      "threads", po::value<int>()->default_value(0), "engine threads; 0 = all cores (results do not depend on it)");
+      "threads", po::value<int>()->default_value(0), "engine threads; 0 = all cores (results do not depend on it)")(
+      "fold-tp", "simulate one rank per TP group for the whole group where the cluster is symmetric (same results)");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
@@ -92,7 +93,7 @@ int run_command(int argc, char** argv) {
   const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
   const int threads = cmd.vm["threads"].as<int>();
   if (threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1, or 0 for all cores", threads));
-  const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency());
+  const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(), cmd.vm.count("fold-tp") > 0);
   std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary, result.links) + "\n"
                                      : format_summary_text(sc, result.summary, result.links));
   if (!trace.empty() && !cmd.vm.count("json"))

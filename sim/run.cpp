@@ -38,7 +38,17 @@ std::vector<DeviceRecord> device_records(const ClusterGraph& graph) {
 
 }  // namespace
 
-EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threads) {
+bool tp_fold_exact(const Scenario& sc) {
+  const ClusterConfig& c = sc.cluster;
+  const int tp = sc.plan.tp, nics = c.nics_per_node;
+  const bool nics_permute = c.nodes == 1 || nics % tp == 0 || tp % nics == 0;
+  const bool nics_on_one_leaf = c.nodes == 1 || c.fabric != Fabric::fat_tree || kLeafPorts % nics == 0;
+  return sc.topology_file.empty() && sc.slow_gpus.empty() && sc.degraded_links.empty() &&
+         c.node_kind == NodeKind::nvswitch && sc.plan.order[0] == 't' && c.gpus_per_node % tp == 0 && nics_permute &&
+         nics_on_one_leaf && c.spines == 0;
+}
+
+EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threads, bool fold_tp) {
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const GpuSpec& gpu = find_gpu(sc.cluster.gpu);
@@ -52,6 +62,7 @@ EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threa
   try {
     EngineOptions options;
     options.threads = threads;
+    options.fold_tp = fold_tp && tp_fold_exact(sc);
     if (!sc.slow_gpus.empty()) {
       options.gpu_speed.assign(graph.num_gpus(), 1.0);
       for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;

@@ -226,7 +226,7 @@ std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std:
     if (!row.skip_reason.empty()) return;
     try {
       Scenario sc = validation_scenario(cases[i], csv_path);
-      row.predicted_s = run_scenario(sc, "").summary.step_time_s;
+      row.predicted_s = run_scenario(sc, "", 1, true).summary.step_time_s;
       row.error_pct = 100 * (row.predicted_s - row.measured_s) / row.measured_s;
       row.built = true;
     } catch (const InputError& e) {

@@ -30,15 +30,11 @@ Scenario load(const std::string& file, std::vector<std::string> overrides) {
   return load_scenario(file.empty() ? "" : std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
 }
 
-Run simulate(Scenario sc, int threads, bool node_domains = true, bool kernel_chains = true) {
+Run simulate(Scenario sc, EngineOptions options) {
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const Program program = build_program(sc.model, sc.plan);
   Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol);
-  EngineOptions options;
-  options.threads = threads;
-  options.node_domains = node_domains;
-  options.kernel_chains = kernel_chains;
   if (!sc.slow_gpus.empty()) {
     options.gpu_speed.assign(graph.num_gpus(), 1.0);
     for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;
@@ -66,10 +62,13 @@ bool same_rows(const std::vector<T>& a, const std::vector<T>& b) {
   return true;
 }
 
-void check_same(const Run& a, const Run& b) {
+Run simulate(const Scenario& sc, int threads) { return simulate(sc, EngineOptions{.threads = threads}); }
+
+// b simulated events_ratio times fewer events than a.
+void check_same(const Run& a, const Run& b, int events_ratio = 1) {
   const Summary &x = a.result.summary, &y = b.result.summary;
   CHECK(x.step_time_s == y.step_time_s);
-  CHECK(x.events == y.events);
+  CHECK(x.events == events_ratio * y.events);
   CHECK(x.model_tflops_per_gpu == y.model_tflops_per_gpu);
   CHECK(x.peak_memory_gib == y.peak_memory_gib);
   CHECK(x.oom_rank == y.oom_rank);
@@ -114,11 +113,13 @@ TEST_CASE("every shipped scenario gives identical results and trace rows on 1 an
 
 // For each (scenario file, overrides): the two runs `both` makes of it give the same results.
 template <class Both>
-void check_same_on(const std::vector<std::pair<std::string, std::vector<std::string>>>& cases, Both both) {
+void check_same_on(const std::vector<std::pair<std::string, std::vector<std::string>>>& cases, Both both,
+                   int (*events_ratio)(const Scenario&) = nullptr) {
   for (const auto& [file, overrides] : cases) {
     INFO(file);
-    const auto [a, b] = both(load(file, overrides));
-    check_same(a, b);
+    const Scenario sc = load(file, overrides);
+    const auto [a, b] = both(sc);
+    check_same(a, b, events_ratio ? events_ratio(sc) : 1);
   }
 }
 
@@ -133,7 +134,9 @@ TEST_CASE("per-node flow networks give what one flow network gives", "[engine][t
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
         "--cluster.slow_gpus=17:0.8,101:0.9"}},
   };
-  check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1, false), simulate(sc, 2, true)); });
+  check_same_on(cases, [](const Scenario& sc) {
+    return std::pair(simulate(sc, EngineOptions{.threads = 1, .node_domains = false}), simulate(sc, 2));
+  });
 }
 
 TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads]") {
@@ -148,7 +151,44 @@ TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
         "--cluster.slow_gpus=17:0.8,101:0.9"}},
   };
-  check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1, true, false), simulate(sc, 2, true, true)); });
+  check_same_on(cases, [](const Scenario& sc) {
+    return std::pair(simulate(sc, EngineOptions{.threads = 1, .kernel_chains = false}), simulate(sc, 2));
+  });
+}
+
+TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engine][threads]") {
+  // One rank per TP group runs for the group (engine_fold.hpp) on clusters the TP permutation
+  // maps onto themselves: NICs one per GPU or shared, fat tree, rails and the three-tier Clos;
+  // DP overlap, ZeRO-3 gathers, TP overlap, sequence parallelism and interleaving. The step,
+  // per-rank rows, link bytes and the stage ranks' trace rows are the same, from 1/tp the events.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"bloom-176b.ini", {}},
+      {"bloom-176b.ini", {"--cluster.fabric=rail", "--parallel.zero_stage=3", "--parallel.dp_overlap=true"}},
+      {"gpt-1.7b-32xa100.ini", {"--parallel.tp=4", "--parallel.dp=8", "--parallel.tp_overlap=true", "--parallel.sequence_parallel=true"}},
+      {"llama3-405b-16k.ini",
+       {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128"}},
+      {"llama3-405b-16k.ini",
+       {"--parallel.tp=2", "--parallel.pp=8", "--parallel.dp=4", "--training.global_batch=32", "--cluster.nodes=8",
+        "--cluster.pod_gpus=32", "--cluster.nics_per_node=2", "--parallel.schedule=interleaved",
+        "--parallel.virtual_stages=2", "--model.layers=32"}},
+  };
+  check_same_on(
+      cases,
+      [](const Scenario& sc) {
+        REQUIRE(tp_fold_exact(sc));
+        return std::pair(simulate(sc, 1), simulate(sc, EngineOptions{.threads = 2, .fold_tp = true}));
+      },
+      [](const Scenario& sc) { return sc.plan.tp; });
+}
+
+TEST_CASE("TP groups fold only on clusters the TP permutation maps onto themselves", "[engine]") {
+  CHECK(tp_fold_exact(load("bloom-176b.ini", {})));
+  CHECK_FALSE(tp_fold_exact(load("bloom-176b.ini", {"--cluster.spines=4"})));       // ECMP over spines
+  CHECK_FALSE(tp_fold_exact(load("bloom-176b.ini", {"--cluster.nics_per_node=3"})));  // GPUs 0, 3, 6 on NIC 0
+  CHECK_FALSE(tp_fold_exact(load("bloom-176b.ini", {"--cluster.slow_gpus=5:0.7"})));
+  CHECK_FALSE(tp_fold_exact(load("bloom-176b.ini", {"--cluster.degraded_links=node3.nic0--leaf0:0.5"})));
+  CHECK_FALSE(tp_fold_exact(load("bloom-176b.ini", {"--parallel.rank_order=dp,tp,pp"})));
+  CHECK_FALSE(tp_fold_exact(load("gpt-neox-20b-2x3090.ini", {})));  // a PCIe box
 }
 
 TEST_CASE("a node gets its own flow network only where nothing else crosses its in-node links", "[engine]") {

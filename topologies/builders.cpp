@@ -42,8 +42,7 @@ const TimeNs kUpiLatencyNs = link_fact(LinkKind::upi).latency_ns;
 const TimeNs kIbSwitchLatencyNs = link_fact(LinkKind::infiniband).latency_ns;  // also Omni-Path
 const TimeNs kEthernetLatencyNs = link_fact(LinkKind::ethernet).latency_ns;
 const double kUpiBytesPerS = link_fact(LinkKind::upi).bytes_per_s;
-// Leaf switch radix assumption: 32 NIC-facing ports per leaf (half of a 64-port switch).
-constexpr int kLeafPorts = 32;
+// kLeafPorts (builders.hpp): 32 NIC-facing ports per leaf, half of a 64-port switch.
 // Explicit spine switches (cluster.spines): a bound that keeps the graph small.
 constexpr int kMaxSpines = 1024;
 

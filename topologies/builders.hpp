@@ -16,6 +16,8 @@ std::string_view node_kind_name(NodeKind k);
 // (rail-optimized, as DGX SuperPODs), rails joined by a spine; clos3: top-of-rack switches, one
 // aggregation layer per pod (full bisection inside the pod) and a core joining the pods.
 enum class Fabric { fat_tree, rail, clos3 };
+// fat_tree: NIC-facing ports per leaf switch (NICs fill leaves in node-major order).
+constexpr int kLeafPorts = 32;
 Fabric parse_fabric(std::string_view text, std::string_view key);
 std::string_view fabric_name(Fabric f);
 
