@@ -75,6 +75,7 @@ class Simulation {
         !(sink_ && detail == TraceDetail::all))
       fold_ = TpFold(plan_);
     ranks_.resize(n);
+    for (auto& per_leader : lowered_) per_leader.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
     for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
     for (int r = 0; r < n; ++r) {
@@ -95,7 +96,10 @@ class Simulation {
       domains_.domain_of_link.assign(graph.num_links(), -1);
       for (auto& in_node : domains_.group_in_node) in_node.assign(n, 0);
     }
-    for (const std::vector<int>& links : domains_.links) nodes_.emplace_back(Transfers(graph, comm.router(), links));
+    for (std::size_t d = 0; d < domains_.links.size(); ++d) {
+      nodes_.emplace_back(Transfers(graph, comm.router(), domains_.links[d]));
+      if (domains_.lone[d] && options.lone_domains) nodes_.back().transfers.set_lone();
+    }
     std::vector<char> owned(graph.num_links(), 0);
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
@@ -304,7 +308,7 @@ class Simulation {
       d.hops.assign(1, HopFlow{a.rank, dst, bytes, 0, send.route});
     }
     const TimeNs tail = comm_.send_tail(send.path);
-    start_transfer(d, a.time, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
+    start_transfer(d, a.time, d.hops, std::span<const TimeNs>(&tail, 1), CommSlot{a.rank, a.op, p.group[a.op], p.stream[a.op]});
   }
 
   // A rank's route to its next or previous pipeline stage and its parameters, looked up once.
@@ -329,7 +333,8 @@ class Simulation {
     merge_copies(d.copy_hops, d.hops);
   }
 
-  static void start_transfer(Domain& d, TimeNs now, std::span<const TimeNs> phase_tails, CommSlot slot) {
+  static void start_transfer(Domain& d, TimeNs now, const std::vector<HopFlow>& hops, std::span<const TimeNs> phase_tails,
+                             CommSlot slot) {
     int tag;
     if (d.free_slots.empty()) {
       tag = static_cast<int>(d.slots.size());
@@ -340,7 +345,7 @@ class Simulation {
       d.slots[tag] = slot;
     }
     d.now = std::max(d.now, now);
-    d.transfers.start(now, d.hops, phase_tails, tag);
+    d.transfers.start(now, hops, phase_tails, tag);
   }
 
   void post_collective(Domain& d, int rank, int op, TimeNs now) {
@@ -355,18 +360,33 @@ class Simulation {
     // representatives, and their shadows' groups run the same collective on the image rings.
     const bool folded = fold_.on() && g != Group::tp;
     if (rv.arrived < (fold_.on() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return;
-    const RingSet& rings = groups_.rings(rank, g);
-    const CollectiveCost cost = comm_.cost(p.comm[op], p.bytes[op], rings);
-    if (folded) {
-      for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
-        lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), cost, hops);
-      });
-    } else {
-      lower_collective(p.comm[op], p.bytes[op], rings, cost, d.hops);
+    // A group's collectives repeat (the same kinds and sizes every layer): the cost and flows of
+    // the last few kinds and sizes are kept per group.
+    std::vector<Lowered>& kept = lowered_[collective_group_index(g)][leader];
+    auto hit = std::find_if(kept.begin(), kept.end(), [&](const Lowered& l) { return l.kind == p.comm[op] && l.bytes == p.bytes[op]; });
+    if (hit == kept.end()) {
+      if (kept.size() < kLoweredPerGroup) kept.emplace_back();
+      else std::rotate(kept.begin(), kept.begin() + 1, kept.end());  // the oldest goes last, to be replaced
+      hit = kept.end() - 1;
+    }
+    Lowered& low = *hit;
+    if (low.kind != p.comm[op] || low.bytes != p.bytes[op]) {
+      low.kind = p.comm[op];
+      low.bytes = p.bytes[op];
+      const RingSet& rings = groups_.rings(rank, g);
+      low.cost = comm_.cost(p.comm[op], p.bytes[op], rings);
+      if (folded) {
+        for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
+          lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), low.cost, hops);
+        });
+        low.hops = d.hops;
+      } else {
+        lower_collective(p.comm[op], p.bytes[op], rings, low.cost, low.hops);
+      }
     }
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
-    start_transfer(d, latest, cost.tails(), CommSlot{leader, op, g, p.stream[op]});
+    start_transfer(d, latest, low.hops, low.cost.tails(), CommSlot{leader, op, g, p.stream[op]});
   }
 
   // A rank event caused by the network; it must lie beyond the current window (lookahead). A
@@ -445,6 +465,15 @@ class Simulation {
   RankEvents rank_events_;
   RankGroups groups_;
   TpFold fold_;                   // off unless EngineOptions::fold_tp applies
+  // A group's last collective lowered: its kind, size, cost and flows.
+  struct Lowered {
+    CommKind kind = CommKind::none;
+    double bytes = -1;
+    CollectiveCost cost;
+    std::vector<HopFlow> hops;
+  };
+  static constexpr std::size_t kLoweredPerGroup = 4;
+  std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
   Domain global_;                 // the network of everything no node domain owns
   std::vector<Domain> nodes_;     // node domains
   NodeDomains domains_;

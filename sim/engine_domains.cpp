@@ -34,17 +34,28 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
       if (p.comm[op] == CommKind::all_to_all) all_pairs[g] = true;
       if (std::find(kinds[g].begin(), kinds[g].end(), p.comm[op]) == kinds[g].end()) kinds[g].push_back(p.comm[op]);
     }
-  std::vector<char> ok(nodes, 1);
+  // TP collectives all on one stream run one at a time per group.
+  bool tp_serial = true;
+  for (const StageProgram& p : program.stages)
+    for (int op = 0; op < p.size(); ++op)
+      if (p.group[op] == Group::tp && p.stream[op] != Stream::tp) tp_serial = false;
+  std::vector<char> ok(nodes, 1), lone(nodes, tp_serial ? 1 : 0);
   std::vector<std::vector<int>> node_links(nodes);
+  std::vector<int> claimed_by(graph.num_links(), -1);  // the TP group leader whose ring claimed the link
   // The route's links join the node's when they are NVLink inside the node; else the node fails.
-  auto claim = [&](int node, int src, int dst) {
+  // `tp_leader`: the TP group whose ring hop this is, -1 for other transfers (the node is then
+  // not lone, nor when two groups' rings share a link).
+  auto claim = [&](int node, int src, int dst, int tp_leader) {
     if (!ok[node]) return;
+    if (tp_leader < 0) lone[node] = 0;
     for (int l : router.route(src, dst).links) {
       if (!is_nvlink(graph.link(l).kind) || graph.device(graph.link_source(l)).node != node ||
           graph.device(graph.link_target(l)).node != node) {
         ok[node] = 0;
         return;
       }
+      if (claimed_by[l] >= 0 && claimed_by[l] != tp_leader) lone[node] = 0;
+      claimed_by[l] = tp_leader;
       node_links[node].push_back(l);
     }
   };
@@ -61,12 +72,13 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
         out.group_in_node[g][r] = 1;
         if (r != m.front() || m.size() < 2) continue;  // routes checked once per group, from its leader
         const int k = static_cast<int>(m.size());
+        const bool tp_ring = group_at[g] == Group::tp && !all_pairs[g] && groups.rings(r, Group::tp).rings.size() == 1;
         if (all_pairs[g]) {
           for (int a : m)
             for (int b : m)
-              if (a != b) claim(node, a, b);
+              if (a != b) claim(node, a, b, -1);
         } else {
-          for (int i = 0; i < k; ++i) claim(node, m[i], m[(i + 1) % k]);
+          for (int i = 0; i < k; ++i) claim(node, m[i], m[(i + 1) % k], tp_ring ? r : -1);
         }
       } else if (here >= 2) {
         ok[node] = 0;  // a group spanning nodes with an in-node phase here
@@ -77,7 +89,7 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
     for (int r = 0; r < n; ++r)
       for (Group dir : {Group::pp_next, Group::pp_prev}) {
         const int dst = groups.peer(r, dir);
-        if (graph.node_of_gpu(dst) == graph.node_of_gpu(r)) claim(graph.node_of_gpu(r), r, dst);
+        if (graph.node_of_gpu(dst) == graph.node_of_gpu(r)) claim(graph.node_of_gpu(r), r, dst, -1);
       }
   // Routes of transfers between nodes must not cross a claimed link: the hops of each group
   // spanning nodes under every algorithm it may run, and the sends between nodes.
@@ -118,6 +130,7 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
   for (int node = 0; node < nodes; ++node) {
     if (!ok[node] || node_links[node].empty()) continue;
     domain_of_node[node] = static_cast<int>(out.links.size());
+    out.lone.push_back(lone[node]);
     for (int l : node_links[node]) out.domain_of_link[l] = domain_of_node[node];
     out.links.push_back(std::move(node_links[node]));
   }

@@ -11,7 +11,7 @@
 // PCIe switch), or when a route of a transfer that leaves the node crosses one of those links
 // (every such route is checked here: the ring and tree hops of each group spanning nodes and
 // the pipeline sends between nodes). The global network checks it again as transfers start
-// (Transfers::forbid).
+// (Transfers::forbid). A domain is lone when its flows can never share a link (NodeDomains::lone).
 #pragma once
 #include <array>
 #include <vector>
@@ -27,6 +27,10 @@ struct NodeDomains {
   std::vector<std::vector<int>> links;  // per domain: the links it owns
   std::vector<int> domain_of_rank;      // the domain of the rank's node, -1 when it has none
   std::vector<int> domain_of_link;      // per link: the domain that owns it, -1 for the global network
+  // Per domain: its flows never share a link (Transfers::set_lone). It carries only TP
+  // collectives, each one flow on its group's single ring, the groups' rings on links of their
+  // own, and all TP collectives run on one stream, so one group's run one at a time.
+  std::vector<char> lone;
   // Per collective group index and rank: the rank's group lies inside its node.
   std::array<std::vector<char>, kNumCollectiveGroups> group_in_node;
 };

@@ -2,6 +2,7 @@
 #include "sim/transfers.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/comm_model.hpp"
 
@@ -133,10 +134,11 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
 }
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
-    : router_(router), net_(effective_capacities(graph)) {}
+    : router_(router), net_(effective_capacities(graph)), capacity_(effective_capacities(graph)) {}
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vector<int> links)
-    : router_(router), local_of_(local_ids(std::move(links))), net_(capacities_of(graph, local_of_)) {}
+    : router_(router), local_of_(local_ids(std::move(links))), net_(capacities_of(graph, local_of_)),
+      capacity_(capacities_of(graph, local_of_)) {}
 
 int Transfers::local(int link) const {
   if (local_of_.empty()) return link;
@@ -166,16 +168,91 @@ void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, std::span<c
   t.tails.assign(phase_tails.begin(), phase_tails.end());
   t.flows.clear();
   if (t.tails.size() > 1) t.flows = flows;  // later phases start from here
+  if (lone_) {
+    if (t.tails.size() > 1) throw std::logic_error("Transfers: a transfer in phases in lone mode");
+    lone_now_ = std::max(lone_now_, now);
+    start_phase(id, now, flows);
+    if (t.pending > 1) throw std::logic_error("Transfers: a transfer of several flows in lone mode");
+    return;
+  }
   net_.advance(now);
   start_phase(id, now, flows);
   net_.solve();
 }
 
+// The chain's route: cached by its hops' routes (a lone domain has a few rings).
+int Transfers::lone_route(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end) {
+  hop_routes_scratch_.clear();
+  for (std::size_t k = begin; k < end; ++k) {
+    const HopFlow& hop = flows[k];
+    if (hop.src_gpu != hop.dst_gpu) hop_routes_scratch_.push_back(hop.route ? hop.route : &router_.route(hop.src_gpu, hop.dst_gpu));
+  }
+  for (std::size_t r = 0; r < lone_routes_.size(); ++r)
+    if (lone_routes_[r].hops == hop_routes_scratch_) return static_cast<int>(r);
+  LoneRoute& route = lone_routes_.emplace_back();
+  route.hops = hop_routes_scratch_;
+  // Distinct links in first-crossing order, with the times the flow crosses each.
+  for (const RouteInfo* hop : route.hops)
+    for (int graph_link : hop->links) {
+      if (!forbidden_.empty() && forbidden_[graph_link]) throw LinkOwnedElsewhere("Transfers: a route crosses a link owned elsewhere");
+      const int l = local_of_.empty() ? graph_link : local(graph_link);
+      auto at = std::find_if(route.links.begin(), route.links.end(), [l](const auto& e) { return e.first == l; });
+      if (at == route.links.end()) route.links.emplace_back(l, 1);
+      else ++at->second;
+    }
+  // What fill_single gives a flow alone on its links.
+  route.rate = std::numeric_limits<double>::infinity();
+  for (const auto& [l, k] : route.links) route.rate = std::min(route.rate, capacity_[l] / static_cast<double>(k));
+  return static_cast<int>(lone_routes_.size() - 1);
+}
+
+// FlowNetwork::add_flow, solve and schedule of a flow alone on its links.
+int Transfers::add_lone(int route, double bytes) {
+  if (lone_bytes_.empty()) {
+    lone_bytes_.assign(capacity_.size(), 0.0);
+    lone_busy_s_.assign(capacity_.size(), 0.0);
+  }
+  int id;
+  if (lone_free_ids_.empty()) {
+    id = static_cast<int>(lone_flows_.size());
+    lone_flows_.emplace_back();
+  } else {
+    std::pop_heap(lone_free_ids_.begin(), lone_free_ids_.end(), std::greater<>());
+    id = lone_free_ids_.back();
+    lone_free_ids_.pop_back();
+  }
+  lone_flows_[id] = LoneFlow{route, bytes, lone_now_};
+  const double rate = lone_routes_[route].rate;
+  const TimeNs finish =
+      bytes <= std::min(1e-9 * bytes, 1.0) ? lone_now_ : lone_now_ + static_cast<TimeNs>(std::ceil(bytes / rate * 1e9));
+  lone_finishes_.emplace_back(finish, id);
+  std::push_heap(lone_finishes_.begin(), lone_finishes_.end(), std::greater<>());
+  return id;
+}
+
+// FlowNetwork::collect_finished and remove_flow: each crossing adds the flow's bytes to the
+// link, and the link's busy time grows by the flow's time on it.
+void Transfers::collect_lone(std::vector<int>& done) {
+  while (!lone_finishes_.empty() && lone_finishes_.front().first <= lone_now_) {
+    std::pop_heap(lone_finishes_.begin(), lone_finishes_.end(), std::greater<>());
+    const int id = lone_finishes_.back().second;
+    lone_finishes_.pop_back();
+    const LoneFlow& f = lone_flows_[id];
+    for (const auto& [l, k] : lone_routes_[f.route].links) {
+      for (int i = 0; i < k; ++i) lone_bytes_[l] += f.bytes;
+      lone_busy_s_[l] += ns_to_seconds(lone_now_ - f.start);
+    }
+    done.push_back(id);
+    lone_free_ids_.push_back(id);
+    std::push_heap(lone_free_ids_.begin(), lone_free_ids_.end(), std::greater<>());
+  }
+  std::sort(done.begin(), done.end());
+}
+
 void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows) {
   Transfer& t = transfers_[id];
   t.phase_start_ns = now;
-  auto add = [&](std::span<const int> links, double bytes) {
-    const int flow = net_.add_flow(links, bytes, now);
+  auto own = [&](int flow) {
     if (flow >= static_cast<int>(owner_.size())) owner_.resize(flow + 1, -1);
     owner_[flow] = id;
     ++t.pending;
@@ -190,6 +267,12 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
     std::size_t end = i + 1;
     if (f.chain >= 0)
       while (end < flows.size() && flows[end].phase == f.phase && flows[end].chain == f.chain) ++end;
+    if (lone_) {
+      const int route = lone_route(flows, i, end);
+      if (!lone_routes_[route].links.empty()) own(add_lone(route, f.bytes));
+      i = end;
+      continue;
+    }
     links_scratch_.clear();
     for (std::size_t k = i; k < end; ++k) {
       const HopFlow& hop = flows[k];
@@ -200,7 +283,7 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
         links_scratch_.push_back(local_of_.empty() ? l : local(l));
       }
     }
-    if (!links_scratch_.empty()) add(links_scratch_, f.bytes);
+    if (!links_scratch_.empty()) own(net_.add_flow(links_scratch_, f.bytes, now));
     i = end;
   }
   if (t.pending > 0) return;
@@ -210,7 +293,7 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
 
 TimeNs Transfers::next_event() const {
   if (!instant_.empty()) return -1;  // due now
-  const TimeNs flow = net_.next_completion().first;
+  const TimeNs flow = lone_ ? (lone_finishes_.empty() ? kNever : lone_finishes_.front().first) : net_.next_completion().first;
   return due_.empty() ? flow : std::min(flow, due_.begin()->first);
 }
 
@@ -234,8 +317,14 @@ void Transfers::collect(TimeNs now, std::vector<FinishedTransfer>& out) {
     free_transfers_.push_back(id);
   }
   instant_.clear();
-  net_.advance(now);
   done_scratch_.clear();
+  if (lone_) {
+    lone_now_ = std::max(lone_now_, now);
+    collect_lone(done_scratch_);
+    for (int flow : done_scratch_) finish_flow(flow, now, out);
+    return;
+  }
+  net_.advance(now);
   net_.collect_finished(done_scratch_);
   for (int flow : done_scratch_) finish_flow(flow, now, out);
   // Next phases whose predecessors' tails have passed, in (time, transfer) order.

@@ -61,6 +61,12 @@ class Transfers {
   // Routes of later transfers must not cross the links marked here (per link id): they throw
   // LinkOwnedElsewhere.
   void forbid(std::vector<char> links) { forbidden_ = std::move(links); }
+  // The caller guarantees that no two flows of these transfers ever share a link (a node domain
+  // of TP rings, NodeDomains::lone). A flow alone on its links gets min over them of capacity /
+  // the times it crosses the link, which is what the flow network gives it, so each flow is
+  // timed in closed form at its start: flow ids, finish times, their order and the per-link
+  // accounting are the flow network's, without its solves. Call before the first start().
+  void set_lone() { lone_ = true; }
 
   // Starts a transfer at `now`; when it ends, collect() reports `tag`.
   void start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail_ns, int tag);
@@ -73,8 +79,10 @@ class Transfers {
   void collect(TimeNs now, std::vector<FinishedTransfer>& out);
 
   // Per-link accounting of a link this Transfers carries (a link id of the graph).
-  double link_bytes(int link) const { return net_.link_bytes(local(link)); }
-  double link_busy_seconds(int link) const { return net_.link_busy_seconds(local(link)); }
+  double link_bytes(int link) const { return lone_ ? lone_bytes_[local(link)] : net_.link_bytes(local(link)); }
+  double link_busy_seconds(int link) const {
+    return lone_ ? lone_busy_s_[local(link)] : net_.link_busy_seconds(local(link));
+  }
 
   static constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
@@ -92,6 +100,12 @@ class Transfers {
   int local(int link) const;
   // Adds the flows of the transfer's current phase at `now`.
   void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
+  // Lone mode (set_lone): the route of the chain flows[begin, end) (an index in lone_routes_);
+  // a flow on it at the clock, its id as the flow network would give it; and the removal of the
+  // flows finished by the clock, in id order.
+  int lone_route(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end);
+  int add_lone(int route, double bytes);
+  void collect_lone(std::vector<int>& done);
 
   const Router& router_;
   std::vector<std::pair<int, int>> local_of_;  // (graph link, network link) sorted; empty: every link, same ids
@@ -104,6 +118,27 @@ class Transfers {
   std::set<std::pair<TimeNs, int>> due_;  // (start time, transfer) of phases waiting for their start
   std::vector<int> done_scratch_;
   std::vector<int> links_scratch_;  // the links of one chain's flow
+
+  // Lone mode.
+  struct LoneRoute {
+    std::vector<const RouteInfo*> hops;      // the chain's hop routes
+    std::vector<std::pair<int, int>> links;  // (network link, times the flow crosses it)
+    double rate = 0;                         // least capacity / crossings over the links
+  };
+  struct LoneFlow {
+    int route = -1;
+    double bytes = 0;
+    TimeNs start = 0;
+  };
+  bool lone_ = false;
+  std::vector<LoneRoute> lone_routes_;
+  std::vector<const RouteInfo*> hop_routes_scratch_;
+  TimeNs lone_now_ = 0;                 // the network clock
+  std::vector<double> capacity_;        // per network link (lone mode)
+  std::vector<LoneFlow> lone_flows_;    // by flow id
+  std::vector<int> lone_free_ids_;      // min-heap: the smallest finished id is reused first
+  std::vector<std::pair<TimeNs, int>> lone_finishes_;  // min-heap of (finish, flow id)
+  std::vector<double> lone_bytes_, lone_busy_s_;       // per network link
 };
 
 }  // namespace dtsim

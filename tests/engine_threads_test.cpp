@@ -156,6 +156,23 @@ TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads
   });
 }
 
+TEST_CASE("node domains of lone TP rings give what their flow networks give", "[engine][threads]") {
+  // TP 8 fills each node and the pipeline and DP leave it: each node's TP rings never share a
+  // link (NodeDomains::lone), so their flows are timed in closed form (Transfers::set_lone).
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"llama3-405b-16k.ini",
+       {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
+        "--cluster.slow_gpus=17:0.8,101:0.9"}},
+      {"gpt-1.7b-32xa100.ini", {"--parallel.tp=8", "--parallel.dp=4", "--parallel.tp_overlap=true",
+                                "--parallel.sequence_parallel=true", "--output.trace_detail=full"}},
+      {"gpt-1.7b-32xa100.ini", {"--parallel.tp=2", "--parallel.pp=4", "--parallel.dp=4", "--parallel.rank_order=tp,pp,dp"}},
+  };
+  check_same_on(cases, [](const Scenario& sc) {
+    return std::pair(simulate(sc, EngineOptions{.threads = 1, .lone_domains = false}),
+                     simulate(sc, EngineOptions{.threads = 2, .fold_tp = true}));
+  }, [](const Scenario& sc) { return sc.slow_gpus.empty() && sc.trace_detail != TraceDetail::all ? sc.plan.tp : 1; });
+}
+
 TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engine][threads]") {
   // One rank per TP group runs for the group (engine_fold.hpp) on clusters the TP permutation
   // maps onto themselves: NICs one per GPU or shared, fat tree, rails and the three-tier Clos;
@@ -210,10 +227,17 @@ TEST_CASE("a node gets its own flow network only where nothing else crosses its 
   CHECK(spread.domain_of_rank[7] != spread.domain_of_rank[8]);
   CHECK(spread.group_in_node[0][9] == 1);   // TP
   CHECK(spread.group_in_node[1][9] == 0);   // DP
+  CHECK(spread.lone[1] == 1);                // only TP rings, on links of their own
   // TP 4 and DP 2 in each node: the DP all-reduce's in-node phase shares the NVLink links.
   const Scenario shared = load("llama3-405b-16k.ini", {"--parallel.tp=4", "--parallel.dp=4", "--training.global_batch=32",
                                                        "--cluster.nodes=32", "--cluster.pod_gpus=128"});
   CHECK(domains_of(shared).links.empty());
+  // TP 4 and two pipeline stages in each node: its sends share the TP rings' links.
+  const NodeDomains staged = domains_of(load("llama3-405b-16k.ini", {"--parallel.tp=4", "--parallel.pp=32", "--parallel.dp=2",
+                                                                     "--parallel.rank_order=tp,pp,dp", "--training.global_batch=64",
+                                                                     "--cluster.nodes=32", "--cluster.pod_gpus=128"}));
+  REQUIRE(staged.links.size() == 32);
+  CHECK(staged.lone[0] == 0);
 }
 
 TEST_CASE("a slow GPU stretches its own ops and the whole step", "[engine][heterogeneity]") {
