@@ -179,8 +179,9 @@ TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engin
   // DP overlap, ZeRO-3 gathers, TP overlap, sequence parallelism and interleaving. The step,
   // per-rank rows, link bytes and the stage ranks' trace rows are the same, from 1/tp the events.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"bloom-176b.ini", {}},
-      {"bloom-176b.ini", {"--cluster.fabric=rail", "--parallel.zero_stage=3", "--parallel.dp_overlap=true"}},
+      {"bloom-176b.ini", {"--training.global_batch=256"}},
+      {"bloom-176b.ini",
+       {"--training.global_batch=256", "--cluster.fabric=rail", "--parallel.zero_stage=3", "--parallel.dp_overlap=true"}},
       {"gpt-1.7b-32xa100.ini", {"--parallel.tp=4", "--parallel.dp=8", "--parallel.tp_overlap=true", "--parallel.sequence_parallel=true"}},
       {"llama3-405b-16k.ini",
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128"}},
