@@ -184,6 +184,7 @@ void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_b
   plan.fixed = {{"model.name", q.model}, {"training.global_batch", std::to_string(global_batch)},
                 {"cluster.nic_kind", "infiniband"}, {"output.trace_detail", "summary"}};
   plan.spec.mode = SweepMode::zip;
+  plan.fold_tp = true;  // only summaries are kept
   const auto axis = [&](const char* key, auto value_of) {
     SweepAxis a{key, {}};
     for (const AdviseRow& r : rows) a.values.push_back(value_of(r));

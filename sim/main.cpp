@@ -37,7 +37,7 @@ constexpr const char* kUsage =
     "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
-    "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR]\n"
+    "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
     "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
@@ -240,7 +240,8 @@ int sweep_command(int argc, char** argv) {
       "jobs,j", po::value<int>()->default_value(0), "points run at once; 0 = all cores")(
       "shard", po::value<std::string>()->default_value("1/1"), "run only the K-th of N slices of the points")(
       "resume", "skip the points an interrupted run of the same sweep finished (kept in OUTPUT.progress)")(
-      "quiet,q", "no progress on stderr");
+      "quiet,q", "no progress on stderr")(
+      "fold-tp", "simulate one rank per TP group where the cluster is symmetric (as dtsim run --fold-tp)");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
@@ -260,6 +261,7 @@ int sweep_command(int argc, char** argv) {
   const auto axes = cmd.vm.count("sweep") ? cmd.vm["sweep"].as<std::vector<std::string>>() : std::vector<std::string>{};
   r.plan.spec = make_sweep_spec(cmd.scenario, read_sweep_section(cmd.scenario), axes, cmd.vm.count("zip") > 0, fixed_keys);
   r.plan.traces_dir = cmd.vm["traces"].as<std::string>();
+  r.plan.fold_tp = cmd.vm.count("fold-tp") > 0;
   r.shard = parse_shard(cmd.vm["shard"].as<std::string>());
   r.jobs = cmd.vm["jobs"].as<int>();
   if (r.jobs < 0) throw InputError(fmt::format("--jobs {}: must be >= 1, or 0 for all cores", r.jobs));

@@ -65,7 +65,7 @@ PointResult run_point(const SweepPlan& plan, std::int64_t point) {
     const std::string trace = plan.traces_dir.empty()
                                   ? ""
                                   : (std::filesystem::path(plan.traces_dir) / fmt::format("point-{:06}.h5", point)).string();
-    r.summary = run_scenario(sc, trace).summary;
+    r.summary = run_scenario(sc, trace, 1, plan.fold_tp).summary;
     if (r.summary.oom) {
       r.status = PointStatus::oom;
       r.message = fmt::format("rank {} needs {:.2f} GiB ({:.0f} bytes) but the GPU holds {:.2f} GiB ({:.0f} bytes); "

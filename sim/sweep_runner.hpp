@@ -37,6 +37,7 @@ struct SweepPlan {
   std::vector<std::pair<std::string, std::string>> fixed;   // --section.key=value of the command line
   SweepSpec spec;
   std::string traces_dir;                                   // "" = no traces; else DIR/point-NNNNNN.h5
+  bool fold_tp = false;                                     // run_scenario's fold_tp (same results)
 };
 
 // The resolved base scenario: the file with the fixed keys, the axis keys at their file values.

@@ -52,3 +52,21 @@ TEST_CASE("points on plain threads and on TBB threads give the sequential rows",
   CHECK(done == n);
   CHECK(lines(tbb) == lines(sequential));
 }
+
+TEST_CASE("a sweep with TP folding gives the same rows from fewer events", "[sweep]") {
+  SweepPlan plan = tiny_plan();
+  SweepPlan folded = plan;
+  folded.fold_tp = true;
+  int compared = 0;
+  for (std::int64_t p = 0; p < plan.spec.num_points(); ++p) {
+    PointResult a = run_point(plan, p), b = run_point(folded, p);
+    INFO(SweepJournal::format_line(a));
+    CHECK(a.status == b.status);
+    if (a.status != PointStatus::ok) continue;
+    ++compared;
+    CHECK(a.summary.events == 2 * b.summary.events);  // TP 2
+    b.summary.events = a.summary.events;
+    CHECK(SweepJournal::format_line(a) == SweepJournal::format_line(b));
+  }
+  CHECK(compared >= 2);
+}

@@ -1,6 +1,7 @@
 #!/bin/sh
 # Engine benchmarks (not tests): wall time, user+sys CPU time, peak memory (max RSS) and events per second of
 # `dtsim run --json` for BLOOM-176B and Llama 3 405B at 1K, 4K and 16K GPUs, at 1 and 2 threads,
+# the 16K step with --fold-tp (one rank per TP group, same results),
 # plus the engine's raw event rate on a synthetic workload: the 4-layer tiny-pipeline model as 4096
 # data-parallel ranks (TP 1, PP 1, 4 micro-batches each), all compute but one gradient reduction.
 # Usage: tests/bench/engine_bench.sh [build/dtsim] [THREADS...]   (default threads: 1 2)
@@ -23,6 +24,7 @@ for t in $threads; do
   run llama3-405b-1k "$t" "$llama" --parallel.dp=8 --training.global_batch=128 --cluster.nodes=128
   run llama3-405b-4k "$t" "$llama" --parallel.dp=32 --training.global_batch=512 --cluster.nodes=512
   run llama3-405b-16k "$t" "$llama"
+  run llama3-405b-16k-fold-tp "$t" "$llama" --fold-tp
   run synthetic-4k-ranks "$t" "$here/tests/tiny-pipeline.ini" --parallel.tp=1 --parallel.pp=1 --parallel.dp=4096 \
     --training.global_batch=16384 --cluster.nodes=512 --cluster.nics_per_node=1 --cluster.fabric=clos3 \
     --cluster.gpus_per_tor=64 --cluster.pod_gpus=4096
