@@ -47,30 +47,71 @@ void FlowNetwork::set_rate(int id, double rate) {
 // Finish time from the settled state: now when within epsilon, never when stalled at rate 0.
 void FlowNetwork::schedule(int id) {
   Flow& f = flows_[id];
-  if (f.finish != kNever) --scheduled_;
-  ++f.epoch;
   if (finished(f)) {
     f.finish = now_;
   } else if (f.rate > 0) {
     f.finish = f.updated_at + static_cast<TimeNs>(std::ceil(f.remaining / f.rate * 1e9));
   } else {
     f.finish = kNever;
+    heap_erase(id);
     return;
   }
-  ++scheduled_;
-  if (finishes_.size() > 64 && finishes_.size() > 2 * static_cast<std::size_t>(scheduled_)) {
-    std::erase_if(finishes_, [this](const Finish& e) { return !live(e); });
-    std::make_heap(finishes_.begin(), finishes_.end(), std::greater<>());
+  const Finish e{f.finish, id};
+  int& pos = heap_pos_[id];
+  if (pos == kNoPos) {
+    finishes_.push_back(e);
+    pos = static_cast<int>(finishes_.size() - 1);
+    sift_up(finishes_.size() - 1);
+    return;
   }
-  finishes_.push_back(Finish{f.finish, id, f.epoch});
-  std::push_heap(finishes_.begin(), finishes_.end(), std::greater<>());
+  const std::size_t at = static_cast<std::size_t>(pos);
+  const bool earlier = finishes_[at] > e;
+  finishes_[at] = e;
+  if (earlier) sift_up(at);
+  else sift_down(at);
 }
 
-void FlowNetwork::drop_stale() const {
-  while (!finishes_.empty() && !live(finishes_.front())) {
-    std::pop_heap(finishes_.begin(), finishes_.end(), std::greater<>());
-    finishes_.pop_back();
+void FlowNetwork::heap_set(std::size_t at, Finish e) {
+  finishes_[at] = e;
+  heap_pos_[e.id] = static_cast<int>(at);
+}
+
+void FlowNetwork::sift_up(std::size_t at) {
+  const Finish e = finishes_[at];
+  while (at > 0) {
+    const std::size_t parent = (at - 1) / 2;
+    if (!(finishes_[parent] > e)) break;
+    heap_set(at, finishes_[parent]);
+    at = parent;
   }
+  heap_set(at, e);
+}
+
+void FlowNetwork::sift_down(std::size_t at) {
+  const Finish e = finishes_[at];
+  const std::size_t n = finishes_.size();
+  while (true) {
+    std::size_t child = 2 * at + 1;
+    if (child >= n) break;
+    if (child + 1 < n && finishes_[child] > finishes_[child + 1]) ++child;
+    if (!(e > finishes_[child])) break;
+    heap_set(at, finishes_[child]);
+    at = child;
+  }
+  heap_set(at, e);
+}
+
+void FlowNetwork::heap_erase(int id) {
+  const int pos = heap_pos_[id];
+  if (pos == kNoPos) return;
+  heap_pos_[id] = kNoPos;
+  const Finish last = finishes_.back();
+  finishes_.pop_back();
+  if (static_cast<std::size_t>(pos) == finishes_.size()) return;
+  const bool earlier = finishes_[pos] > last;
+  heap_set(pos, last);
+  if (earlier) sift_up(pos);
+  else sift_down(pos);
 }
 
 void FlowNetwork::mark_dirty(int link) {
@@ -89,6 +130,7 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
     flows_.emplace_back();
     flow_seen_.push_back(0);
     fixed_.push_back(0);
+    heap_pos_.push_back(kNoPos);
   } else {
     std::pop_heap(free_ids_.begin(), free_ids_.end(), std::greater<>());
     id = free_ids_.back();
@@ -253,7 +295,6 @@ void FlowNetwork::fill_single(const std::vector<int>& flows, const std::vector<i
 }
 
 std::pair<TimeNs, int> FlowNetwork::next_completion() const {
-  drop_stale();
   if (finishes_.empty()) return {std::numeric_limits<TimeNs>::max(), -1};
   if (finishes_.front().time > now_) return {finishes_.front().time, finishes_.front().id};
   // Flows already due all report now; the lowest id wins. Due entries form a subtree at the top.
@@ -263,7 +304,7 @@ std::pair<TimeNs, int> FlowNetwork::next_completion() const {
     const std::size_t i = heap_walk_.back();
     heap_walk_.pop_back();
     if (i >= finishes_.size() || finishes_[i].time > now_) continue;
-    if (live(finishes_[i])) id = std::min(id, finishes_[i].id);
+    id = std::min(id, finishes_[i].id);
     heap_walk_.push_back(2 * i + 1);
     heap_walk_.push_back(2 * i + 2);
   }
@@ -272,9 +313,8 @@ std::pair<TimeNs, int> FlowNetwork::next_completion() const {
 
 void FlowNetwork::remove_flow(int id) {
   Flow& f = flows_[id];
-  if (f.finish != kNever) --scheduled_;
   f.finish = kNever;
-  ++f.epoch;
+  heap_erase(id);
   for (int l : f.links) {
     std::vector<int>& on = link_flows_[l];
     on.erase(std::find(on.begin(), on.end(), id));
@@ -297,7 +337,7 @@ void FlowNetwork::remove_flow(int id) {
 
 void FlowNetwork::collect_finished(std::vector<int>& done) {
   const std::size_t first = done.size();
-  for (drop_stale(); !finishes_.empty() && finishes_.front().time <= now_; drop_stale()) {
+  while (!finishes_.empty() && finishes_.front().time <= now_) {
     const int id = finishes_.front().id;
     assert(finished(flows_[id]));
     remove_flow(id);

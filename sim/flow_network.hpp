@@ -6,8 +6,8 @@
 // allocation unchanged; a relaxed link that would be overfilled couples again and its component
 // is re-solved, and a coupling link left with spare capacity after a solve is relaxed. Progress is lazy:
 // each flow keeps its remaining bytes as of its last rate change, and finish times sit in an
-// lazy min-heap (an entry is stale once its flow's epoch moved on), so advancing time and
-// finding the next completion cost O(1) / amortised O(log n).
+// min-heap indexed by flow (a reschedule moves the flow's entry), so advancing time and finding
+// the next completion cost O(1) and a reschedule O(log n).
 #pragma once
 #include <cstdint>
 #include <span>
@@ -50,7 +50,6 @@ class FlowNetwork {
     double rate = 0;
     TimeNs updated_at = 0;
     TimeNs finish = kNever;  // kNever when not scheduled
-    std::uint32_t epoch = 0;  // bumped at every reschedule and removal: older heap entries are stale
     bool active = false;
   };
   static constexpr TimeNs kNever = INT64_MAX;
@@ -76,15 +75,17 @@ class FlowNetwork {
   struct Finish {
     TimeNs time;
     int id;
-    std::uint32_t epoch;
     bool operator>(const Finish& o) const { return time != o.time ? time > o.time : id > o.id; }
   };
-  bool live(const Finish& e) const { return flows_[e.id].epoch == e.epoch; }
-  void drop_stale() const;  // pops stale entries off the top of finishes_
-  // Min-heap by (time, id) of scheduled flows' finishes, stale entries included (mutable: the
-  // const queries prune stale tops); compacted when stale entries outnumber live ones.
-  mutable std::vector<Finish> finishes_;
-  int scheduled_ = 0;  // live entries in finishes_
+  // The heap's entries move with their flows (heap_pos_); kNoPos: not in the heap.
+  static constexpr int kNoPos = -1;
+  void heap_set(std::size_t at, Finish e);
+  void sift_up(std::size_t at);
+  void sift_down(std::size_t at);
+  void heap_erase(int id);
+  // Min-heap by (time, id) of the scheduled flows' finishes, one entry per flow.
+  std::vector<Finish> finishes_;
+  std::vector<int> heap_pos_;  // per flow id: its entry's position in finishes_, or kNoPos
   mutable std::vector<std::size_t> heap_walk_;  // scratch of next_completion()
   std::vector<int> free_ids_;  // min-heap: the smallest finished id is reused first
   int active_ = 0;
