@@ -60,6 +60,14 @@ struct Domain {
   std::vector<int> touched;     // ranks a node domain scheduled events for in the current window
 };
 
+// A group's collective lowered: its kind, size, cost and flows.
+struct Lowered {
+  CommKind kind = CommKind::none;
+  double bytes = -1;
+  CollectiveCost cost;
+  std::vector<HopFlow> hops;
+};
+
 class Simulation {
  public:
   Simulation(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, const CommModel& comm,
@@ -356,37 +364,37 @@ class Simulation {
     Rendezvous& rv = groups_.rendezvous(leader, g);
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
-    // Folded, a TP group has only its representative; the members of other groups are all
-    // representatives, and their shadows' groups run the same collective on the image rings.
-    const bool folded = fold_.on() && g != Group::tp;
+    // Folded, a TP group has only its representative (engine_fold.hpp).
     if (rv.arrived < (fold_.on() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return;
-    // A group's collectives repeat (the same kinds and sizes every layer): the cost and flows of
-    // the last few kinds and sizes are kept per group.
-    std::vector<Lowered>& kept = lowered_[collective_group_index(g)][leader];
-    auto hit = std::find_if(kept.begin(), kept.end(), [&](const Lowered& l) { return l.kind == p.comm[op] && l.bytes == p.bytes[op]; });
-    if (hit == kept.end()) {
-      if (kept.size() < kLoweredPerGroup) kept.emplace_back();
-      else std::rotate(kept.begin(), kept.begin() + 1, kept.end());  // the oldest goes last, to be replaced
-      hit = kept.end() - 1;
-    }
-    Lowered& low = *hit;
-    if (low.kind != p.comm[op] || low.bytes != p.bytes[op]) {
-      low.kind = p.comm[op];
-      low.bytes = p.bytes[op];
-      const RingSet& rings = groups_.rings(rank, g);
-      low.cost = comm_.cost(p.comm[op], p.bytes[op], rings);
-      if (folded) {
-        for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
-          lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), low.cost, hops);
-        });
-        low.hops = d.hops;
-      } else {
-        lower_collective(p.comm[op], p.bytes[op], rings, low.cost, low.hops);
-      }
-    }
+    const Lowered& low = lowered(d, rank, leader, op);
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
     start_transfer(d, latest, low.hops, low.cost.tails(), CommSlot{leader, op, g, p.stream[op]});
+  }
+
+  // The cost and flows of rank's collective `op` on its group led by `leader`. A group's
+  // collectives repeat (the same kinds and sizes every layer), so the last few are kept per group.
+  const Lowered& lowered(Domain& d, int rank, int leader, int op) {
+    const StageProgram& p = program_.stages[ranks_[rank].stage];
+    const Group g = p.group[op];
+    std::vector<Lowered>& kept = lowered_[collective_group_index(g)][leader];
+    for (const Lowered& l : kept)
+      if (l.kind == p.comm[op] && l.bytes == p.bytes[op]) return l;
+    if (kept.size() == kLoweredPerGroup) kept.erase(kept.begin());  // the oldest
+    Lowered& low = kept.emplace_back();
+    low.kind = p.comm[op];
+    low.bytes = p.bytes[op];
+    const RingSet& rings = groups_.rings(rank, g);
+    low.cost = comm_.cost(p.comm[op], p.bytes[op], rings);
+    if (fold_.on() && g != Group::tp) {  // the TP peers' groups run it on the image rings
+      for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
+        lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), low.cost, hops);
+      });
+      low.hops = d.hops;
+    } else {
+      lower_collective(p.comm[op], p.bytes[op], rings, low.cost, low.hops);
+    }
+    return low;
   }
 
   // A rank event caused by the network; it must lie beyond the current window (lookahead). A
@@ -465,13 +473,6 @@ class Simulation {
   RankEvents rank_events_;
   RankGroups groups_;
   TpFold fold_;                   // off unless EngineOptions::fold_tp applies
-  // A group's last collective lowered: its kind, size, cost and flows.
-  struct Lowered {
-    CommKind kind = CommKind::none;
-    double bytes = -1;
-    CollectiveCost cost;
-    std::vector<HopFlow> hops;
-  };
   static constexpr std::size_t kLoweredPerGroup = 4;
   std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
   Domain global_;                 // the network of everything no node domain owns

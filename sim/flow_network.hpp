@@ -35,6 +35,8 @@ class FlowNetwork {
   // epsilon: relative 1e-9 of its size or 1 byte); appends their ids to `done` in increasing id
   // order.
   void collect_finished(std::vector<int>& done);
+  double capacity(int link) const { return capacity_[link]; }  // bytes/s
+  int num_links() const { return static_cast<int>(capacity_.size()); }
   double rate(int flow) const;       // bytes/s after the last solve
   double remaining(int flow) const;  // bytes left
   int active_flows() const;

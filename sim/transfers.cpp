@@ -134,11 +134,10 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
 }
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
-    : router_(router), net_(effective_capacities(graph)), capacity_(effective_capacities(graph)) {}
+    : router_(router), net_(effective_capacities(graph)) {}
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vector<int> links)
-    : router_(router), local_of_(local_ids(std::move(links))), net_(capacities_of(graph, local_of_)),
-      capacity_(capacities_of(graph, local_of_)) {}
+    : router_(router), local_of_(local_ids(std::move(links))), net_(capacities_of(graph, local_of_)) {}
 
 int Transfers::local(int link) const {
   if (local_of_.empty()) return link;
@@ -202,15 +201,15 @@ int Transfers::lone_route(const std::vector<HopFlow>& flows, std::size_t begin, 
     }
   // What fill_single gives a flow alone on its links.
   route.rate = std::numeric_limits<double>::infinity();
-  for (const auto& [l, k] : route.links) route.rate = std::min(route.rate, capacity_[l] / static_cast<double>(k));
+  for (const auto& [l, k] : route.links) route.rate = std::min(route.rate, net_.capacity(l) / static_cast<double>(k));
   return static_cast<int>(lone_routes_.size() - 1);
 }
 
 // FlowNetwork::add_flow, solve and schedule of a flow alone on its links.
 int Transfers::add_lone(int route, double bytes) {
   if (lone_bytes_.empty()) {
-    lone_bytes_.assign(capacity_.size(), 0.0);
-    lone_busy_s_.assign(capacity_.size(), 0.0);
+    lone_bytes_.assign(net_.num_links(), 0.0);
+    lone_busy_s_.assign(net_.num_links(), 0.0);
   }
   int id;
   if (lone_free_ids_.empty()) {

@@ -134,7 +134,6 @@ class Transfers {
   std::vector<LoneRoute> lone_routes_;
   std::vector<const RouteInfo*> hop_routes_scratch_;
   TimeNs lone_now_ = 0;                 // the network clock
-  std::vector<double> capacity_;        // per network link (lone mode)
   std::vector<LoneFlow> lone_flows_;    // by flow id
   std::vector<int> lone_free_ids_;      // min-heap: the smallest finished id is reused first
   std::vector<std::pair<TimeNs, int>> lone_finishes_;  // min-heap of (finish, flow id)
