@@ -79,10 +79,10 @@ class Simulation {
         heads_(program.plan.num_ranks()),
         domain_heads_(0) {
     const int n = plan_.num_ranks();
-    if (options.fold_tp && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty() &&
-        !(sink_ && detail == TraceDetail::all))
-      fold_ = TpFold(plan_);
+    if (options.tp_symmetric && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty())
+      fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
     ranks_.resize(n);
+    launched_.resize(static_cast<std::size_t>(2 + kNumCollectiveGroups) * n);
     for (auto& per_leader : lowered_) per_leader.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
     for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
@@ -305,6 +305,11 @@ class Simulation {
     if (p.comm[a.op] != CommKind::send) return post_collective(d, a.rank, a.op, a.time);
     const int dst = groups_.peer(a.rank, p.group[a.op]);
     const bool to_next = p.group[a.op] == Group::pp_next;
+    if (fold_.on()) {  // the representative's send carries its TP copies'
+      Launch& launch = launched_[send_key(fold_.copy(a.rank, 0), to_next)];
+      if (!fold_.representative(a.rank)) return check_copy(launch, a.op, a.time);
+      launch = Launch{a.op, a.time};
+    }
     const SendPath& send = send_path(a.rank, to_next, dst);
     const double bytes = p.bytes[a.op] / CommModel::send_wire_factor(send.path);
     if (fold_.on()) {
@@ -365,10 +370,15 @@ class Simulation {
     ++rv.arrived;
     rv.latest = std::max(rv.latest, now);
     // Folded, a TP group has only its representative (engine_fold.hpp).
-    if (rv.arrived < (fold_.on() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return;
-    const Lowered& low = lowered(d, rank, leader, op);
+    if (rv.arrived < (fold_.folds_ranks() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return;
     const TimeNs latest = rv.latest;
     rv = Rendezvous{};
+    if (fold_.on() && g != Group::tp) {  // the representative group's collective carries its TP copies'
+      Launch& launch = launched_[collective_key(g, fold_.copy(leader, 0))];
+      if (!fold_.representative(leader)) return check_copy(launch, op, latest);
+      launch = Launch{op, latest};
+    }
+    const Lowered& low = lowered(d, rank, leader, op);
     start_transfer(d, latest, low.hops, low.cost.tails(), CommSlot{leader, op, g, p.stream[op]});
   }
 
@@ -417,27 +427,52 @@ class Simulation {
     for (const FinishedTransfer& f : d.finished) {
       const CommSlot slot = d.slots[f.tag];
       d.free_slots.push_back(f.tag);
-      if (slot.group != Group::pp_next && slot.group != Group::pp_prev) {
-        // Members may run different stage programs (the embedding group): each completes the op
-        // it posted, the one before the cursor of the collective's stream.
-        const int st = static_cast<int>(slot.stream);
-        for (int member : groups_.members(slot.rank, slot.group)) {
-          if (fold_.shadow(member)) continue;
-          const RankState& m = ranks_[member];
-          schedule_remote(d, member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
-        }
-        continue;
-      }
-      schedule_remote(d, slot.rank, slot.op, f.start_ns, f.end_ns);
-      const int dst = groups_.peer(slot.rank, slot.group);
-      RankState& receiver = ranks_[dst];
-      const StageProgram& dp = program_.stages[receiver.stage];
-      const bool from_prev = slot.group == Group::pp_next;
-      const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
-      int& index = from_prev ? receiver.recv_prev : receiver.recv_next;
-      assert(index < static_cast<int>(list.size()));
-      schedule_remote(d, dst, list[index++], f.start_ns, f.end_ns);
+      // A folded transfer completes for each TP copy (engine_fold.hpp).
+      const int copies = fold_.on() && slot.group != Group::tp ? fold_.copies_completed() : 1;
+      for (int j = 0; j < copies; ++j) complete(d, slot, copies > 1 ? fold_.copy(slot.rank, j) : slot.rank, f);
     }
+  }
+
+  // The transfer of `slot` ended for `rank` (the slot's, or a TP copy of it): a send completes
+  // its op and delivers its receive; a collective completes at every member of rank's group.
+  void complete(Domain& d, const CommSlot& slot, int rank, const FinishedTransfer& f) {
+    if (slot.group != Group::pp_next && slot.group != Group::pp_prev) {
+      // Members may run different stage programs (the embedding group): each completes the op
+      // it posted, the one before the cursor of the collective's stream.
+      const int st = static_cast<int>(slot.stream);
+      for (int member : groups_.members(rank, slot.group)) {
+        if (fold_.shadow(member)) continue;
+        const RankState& m = ranks_[member];
+        schedule_remote(d, member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
+      }
+      return;
+    }
+    schedule_remote(d, rank, slot.op, f.start_ns, f.end_ns);
+    const int dst = groups_.peer(rank, slot.group);
+    RankState& receiver = ranks_[dst];
+    const StageProgram& dp = program_.stages[receiver.stage];
+    const bool from_prev = slot.group == Group::pp_next;
+    const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
+    int& index = from_prev ? receiver.recv_prev : receiver.recv_next;
+    assert(index < static_cast<int>(list.size()));
+    schedule_remote(d, dst, list[index++], f.start_ns, f.end_ns);
+  }
+
+  // ---- TP copies (engine_fold.hpp): the last transfer each representative started, per
+  // pipeline direction and per collective group it leads. ----
+  struct Launch {
+    int op = -1;
+    TimeNs time = -1;
+  };
+  std::size_t send_key(int rank, bool to_next) const { return 2 * static_cast<std::size_t>(rank) + (to_next ? 1 : 0); }
+  std::size_t collective_key(Group g, int leader) const {
+    return (2 + static_cast<std::size_t>(collective_group_index(g))) * plan_.num_ranks() + leader;
+  }
+  // A TP copy's send or collective: its representative started the same op at the same time.
+  static void check_copy(const Launch& representative, int op, TimeNs time) {
+    if (representative.op != op || representative.time != time)
+      throw std::logic_error("engine: a TP copy's transfer differs from its representative's; the cluster is not "
+                             "symmetric under TP permutations (EngineOptions::tp_symmetric)");
   }
 
   EngineResult result() const {
@@ -472,7 +507,8 @@ class Simulation {
   std::vector<StageOps> ops_;  // per stage
   RankEvents rank_events_;
   RankGroups groups_;
-  TpFold fold_;                   // off unless EngineOptions::fold_tp applies
+  TpFold fold_;                   // off unless EngineOptions::tp_symmetric applies
+  std::vector<Launch> launched_;  // by send_key and collective_key
   static constexpr std::size_t kLoweredPerGroup = 4;
   std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
   Domain global_;                 // the network of everything no node domain owns
@@ -498,6 +534,8 @@ Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec&
 EngineResult Engine::run(TraceSink* sink, TraceDetail detail, const EngineOptions& options) {
   if (!options.gpu_speed.empty() && static_cast<int>(options.gpu_speed.size()) != program_.plan.num_ranks())
     throw std::invalid_argument("EngineOptions::gpu_speed: one factor per rank");
+  if (options.fold_tp && !options.tp_symmetric)
+    throw std::invalid_argument("EngineOptions::fold_tp: needs tp_symmetric");
   return Simulation(program_, graph_, gpu_, comm_, compute_, sink, detail, options).run();
 }
 

@@ -33,9 +33,12 @@ struct EngineOptions {
   bool node_domains = true;       // in-node transfers on per-node flow networks where they can be (engine_domains.hpp)
   bool lone_domains = true;       // node domains whose flows never share a link timed in closed form; same results
   bool kernel_chains = true;      // runs of kernels with one event each run (engine_rank.hpp); same results
-  // Runs one rank per TP group for all of them (engine_fold.hpp). Set it only when permuting
-  // every TP group's ranks alike maps the cluster onto itself (tp_fold_exact in run.hpp); then
-  // the results are the same. Ignored with MoE, gpu_speed, or every rank traced.
+  // The caller says that permuting every TP group's ranks alike maps the cluster onto itself
+  // (tp_fold_exact in run.hpp). Then each transfer leaving a TP group carries its TP copies' as
+  // well (engine_fold.hpp); same results. Ignored with MoE or gpu_speed.
+  bool tp_symmetric = false;
+  // With tp_symmetric: runs one rank per TP group for all of them; same results from 1/tp the
+  // events. Ignored also with every rank traced.
   bool fold_tp = false;
 };
 

@@ -1,15 +1,20 @@
-// TP folding (EngineOptions::fold_tp; internal to sim/engine.cpp). When permuting the TP ranks
-// of every TP group alike maps the cluster onto itself (run.cpp's tp_fold_exact says when), the
-// TP ranks of a group do the same thing at the same times: the engine then runs only the first
-// (tp = 0) of each group, its "representative", and the others ("shadows") take its final state.
+// TP folding (EngineOptions::tp_symmetric, fold_tp; internal to sim/engine.cpp). When permuting
+// the TP ranks of every TP group alike maps the cluster onto itself (run.cpp's tp_fold_exact says
+// when), the TP ranks of a group do the same thing at the same times.
 //
-// What a representative sends or reduces outside its TP group, each of its shadows sends too, on
-// the image routes. Those copies move at one rate by symmetry, so each flow of the
-// representative's transfer and its images become one flow over all their routes (a link k of
-// them cross counts k times, as a ring's hops do): the flow network shares every link exactly as
-// it would share the separate flows, and its per-link bytes and busy times count every copy. A
-// TP collective already is one flow over the whole group's ring; it completes at the
-// representative alone.
+// What the group's first rank (tp = 0, its "representative") sends or reduces outside its TP
+// group, each TP peer ("copy") sends too, at the same time, on the image routes. Those transfers
+// move at one rate by symmetry, so the representative's transfer carries them all: each of its
+// flows and their images become one flow over all their routes (a link k of them cross counts
+// k times, as a ring's hops do). The flow network shares every link exactly as it would share
+// the separate flows, and its per-link bytes and busy times count every copy, from 1/tp the flows:
+// at 16K GPUs the pipeline sends crossing pods share one link by hundreds, and each start or end
+// re-rates all of them. The copies' own sends and collectives start nothing; the engine checks
+// that each comes at the time and op of the representative's, and completes them with it.
+//
+// With fold_tp the engine also runs only the representatives: the copies ("shadows") take their
+// representative's final state. A TP collective already is one flow over the whole group's ring;
+// it then completes at the representative alone.
 #pragma once
 #include <vector>
 
@@ -21,7 +26,8 @@ namespace dtsim {
 class TpFold {
  public:
   TpFold() = default;
-  explicit TpFold(const ParallelPlan& plan) : tp_(plan.tp), copies_(static_cast<std::size_t>(plan.num_ranks()) * plan.tp) {
+  TpFold(const ParallelPlan& plan, bool fold_ranks)
+      : tp_(plan.tp), fold_ranks_(fold_ranks), copies_(static_cast<std::size_t>(plan.num_ranks()) * plan.tp) {
     for (int r = 0; r < plan.num_ranks(); ++r) {
       RankCoords c = plan.coords(r);
       for (int j = 0; j < tp_; ++j) {
@@ -34,10 +40,17 @@ class TpFold {
   int tp() const { return tp_; }
   // The rank at TP position j of `rank`'s TP group; copy(rank, 0) is its representative.
   int copy(int rank, int j) const { return copies_[static_cast<std::size_t>(rank) * tp_ + j]; }
-  bool shadow(int rank) const { return on() && copy(rank, 0) != rank; }
+  bool representative(int rank) const { return copy(rank, 0) == rank; }
+  // Runs only the representatives (fold_tp).
+  bool folds_ranks() const { return fold_ranks_; }
+  bool shadow(int rank) const { return on() && fold_ranks_ && !representative(rank); }
+  // The TP copies a representative's transfer completes: all of them, or itself alone when the
+  // others are shadows.
+  int copies_completed() const { return fold_ranks_ ? 1 : tp_; }
 
  private:
   int tp_ = 1;
+  bool fold_ranks_ = false;
   std::vector<int> copies_;  // rank * tp + j
 };
 

@@ -62,7 +62,8 @@ EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threa
   try {
     EngineOptions options;
     options.threads = threads;
-    options.fold_tp = fold_tp && tp_fold_exact(sc);
+    options.tp_symmetric = tp_fold_exact(sc);
+    options.fold_tp = fold_tp && options.tp_symmetric;
     if (!sc.slow_gpus.empty()) {
       options.gpu_speed.assign(graph.num_gpus(), 1.0);
       for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;

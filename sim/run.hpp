@@ -14,7 +14,7 @@ namespace dtsim {
 ClusterGraph make_cluster(const Scenario& scenario);
 
 // Whether permuting the TP ranks of every TP group alike (the same permutation in each) maps the
-// scenario's cluster onto itself, so the engine may fold them (EngineOptions::fold_tp): a built
+// scenario's cluster onto itself, so the engine may fold them (EngineOptions::tp_symmetric): a built
 // cluster of NVSwitch nodes, TP innermost in the rank order with whole groups inside nodes, the
 // NICs wired so that the permutation permutes them too (tp divides the NICs per node or they
 // divide tp), every node's NICs on one leaf (fat tree), single paths (no explicit spines), and
@@ -23,8 +23,8 @@ bool tp_fold_exact(const Scenario& scenario);
 
 // Validates the layout against the cluster, simulates one step and, when trace_path is set,
 // writes the HDF5 trace there (atomically). `threads`: engine threads (the result is the same for
-// any count). `fold_tp`: fold TP groups where tp_fold_exact says it is exact. Throws InputError on
-// bad input.
+// any count). Each transfer leaving a TP group carries its TP copies' where tp_fold_exact says
+// that is exact; `fold_tp`: there, run only one rank per TP group. Throws InputError on bad input.
 EngineResult run_scenario(Scenario& scenario, const std::string& trace_path, int threads = 1, bool fold_tp = false);
 
 }  // namespace dtsim

@@ -169,32 +169,46 @@ TEST_CASE("node domains of lone TP rings give what their flow networks give", "[
   };
   check_same_on(cases, [](const Scenario& sc) {
     return std::pair(simulate(sc, EngineOptions{.threads = 1, .lone_domains = false}),
-                     simulate(sc, EngineOptions{.threads = 2, .fold_tp = true}));
+                     simulate(sc, EngineOptions{.threads = 2, .tp_symmetric = true, .fold_tp = true}));
   }, [](const Scenario& sc) { return sc.slow_gpus.empty() && sc.trace_detail != TraceDetail::all ? sc.plan.tp : 1; });
 }
 
+// Clusters the TP permutation maps onto themselves: NICs one per GPU or shared, fat tree, rails
+// and the three-tier Clos; DP overlap, ZeRO-3 gathers, TP overlap, sequence parallelism and
+// interleaving.
+const std::vector<std::pair<std::string, std::vector<std::string>>> kTpSymmetric = {
+    {"bloom-176b.ini", {"--training.global_batch=256"}},
+    {"bloom-176b.ini",
+     {"--training.global_batch=256", "--cluster.fabric=rail", "--parallel.zero_stage=3", "--parallel.dp_overlap=true"}},
+    {"gpt-1.7b-32xa100.ini", {"--parallel.tp=4", "--parallel.dp=8", "--parallel.tp_overlap=true", "--parallel.sequence_parallel=true"}},
+    {"llama3-405b-16k.ini",
+     {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128"}},
+    {"llama3-405b-16k.ini",
+     {"--parallel.tp=2", "--parallel.pp=8", "--parallel.dp=4", "--training.global_batch=32", "--cluster.nodes=8",
+      "--cluster.pod_gpus=32", "--cluster.nics_per_node=2", "--parallel.schedule=interleaved",
+      "--parallel.virtual_stages=2", "--model.layers=32"}},
+};
+
+TEST_CASE("TP copies' transfers carried by their representative's give what separate transfers give", "[engine][threads]") {
+  // Every rank runs; each send and collective leaving a TP group carries its TP peers' as well
+  // (engine_fold.hpp). The step, per-rank rows, link bytes, events and every rank's trace rows
+  // are the same.
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases = kTpSymmetric;
+  cases.push_back({"gpt-1.7b-32xa100.ini", {"--parallel.tp=8", "--parallel.dp=4", "--output.trace_detail=full"}});
+  check_same_on(cases, [](const Scenario& sc) {
+    REQUIRE(tp_fold_exact(sc));
+    return std::pair(simulate(sc, 1), simulate(sc, EngineOptions{.threads = 2, .tp_symmetric = true}));
+  });
+}
+
 TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engine][threads]") {
-  // One rank per TP group runs for the group (engine_fold.hpp) on clusters the TP permutation
-  // maps onto themselves: NICs one per GPU or shared, fat tree, rails and the three-tier Clos;
-  // DP overlap, ZeRO-3 gathers, TP overlap, sequence parallelism and interleaving. The step,
-  // per-rank rows, link bytes and the stage ranks' trace rows are the same, from 1/tp the events.
-  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
-      {"bloom-176b.ini", {"--training.global_batch=256"}},
-      {"bloom-176b.ini",
-       {"--training.global_batch=256", "--cluster.fabric=rail", "--parallel.zero_stage=3", "--parallel.dp_overlap=true"}},
-      {"gpt-1.7b-32xa100.ini", {"--parallel.tp=4", "--parallel.dp=8", "--parallel.tp_overlap=true", "--parallel.sequence_parallel=true"}},
-      {"llama3-405b-16k.ini",
-       {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128"}},
-      {"llama3-405b-16k.ini",
-       {"--parallel.tp=2", "--parallel.pp=8", "--parallel.dp=4", "--training.global_batch=32", "--cluster.nodes=8",
-        "--cluster.pod_gpus=32", "--cluster.nics_per_node=2", "--parallel.schedule=interleaved",
-        "--parallel.virtual_stages=2", "--model.layers=32"}},
-  };
+  // One rank per TP group runs for the group (engine_fold.hpp). The step, per-rank rows, link
+  // bytes and the stage ranks' trace rows are the same, from 1/tp the events.
   check_same_on(
-      cases,
+      kTpSymmetric,
       [](const Scenario& sc) {
         REQUIRE(tp_fold_exact(sc));
-        return std::pair(simulate(sc, 1), simulate(sc, EngineOptions{.threads = 2, .fold_tp = true}));
+        return std::pair(simulate(sc, 1), simulate(sc, EngineOptions{.threads = 2, .tp_symmetric = true, .fold_tp = true}));
       },
       [](const Scenario& sc) { return sc.plan.tp; });
 }
