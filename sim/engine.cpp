@@ -1,7 +1,8 @@
 // The discrete-event loop in conservative windows: rank-local handling (op completions, starts,
-// memory, the compute stream's time breakdown) in parallel, then the sequential merge of
-// cross-rank actions (rendezvous of collectives, sends) with the network's events, and of the
-// trace records, in (time, rank, sequence) order. See engine.hpp for why this is exact.
+// memory, the compute stream's time breakdown) in parallel, one task per node domain (its ranks,
+// then its network) or per few ranks outside domains; then the sequential merge of cross-rank
+// actions (rendezvous of collectives, sends) with the global network's events, and of the trace
+// records, in (time, rank, sequence) order. See engine.hpp for why this is exact.
 #include "sim/engine.hpp"
 
 #include <tbb/blocked_range.h>
@@ -30,11 +31,13 @@ namespace {
 // base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
 // before t + kLookaheadNs. The merge phase checks it.
 constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
-// Windows with fewer active ranks run on one thread: forking costs more than the few events
-// save (BLOOM's windows hold ~30 events: 1.7 s on 1 or 2 threads with this threshold, 2.0 s on 2
-// threads without it). The order of work is the same either way.
+// Windows with fewer active ranks and node domains run on one thread: forking costs more than
+// the few events save (BLOOM's windows hold ~30 events: 1.7 s on 1 or 2 threads with this
+// threshold, 2.0 s on 2 threads without it). The order of work is the same either way.
 constexpr std::size_t kMinParallelRanks = 128;
-constexpr std::size_t kMinParallelDomains = 16;
+constexpr std::size_t kMinParallelUnits = 16;
+// Active ranks outside node domains go to the window's tasks in units of this many.
+constexpr int kRanksPerUnit = 8;
 
 // The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
 // (each member completes the op it posted on `stream`).
@@ -46,8 +49,8 @@ struct CommSlot {
 };
 
 // A flow network with its transfers and what they complete: the global one, or one node's
-// (engine_domains.hpp).
-struct Domain {
+// (engine_domains.hpp). Node domains run on different threads: each starts a cache line.
+struct alignas(64) Domain {
   explicit Domain(Transfers t) : transfers(std::move(t)) {}
   Transfers transfers;
   std::vector<CommSlot> slots;  // what each transfer completes, indexed by its tag
@@ -112,6 +115,7 @@ class Simulation {
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
     domain_heads_ = RankHeads(static_cast<int>(nodes_.size()));
+    unit_of_domain_.assign(nodes_.size(), -1);
   }
 
   // Route searches are independent (the router searches in parallel and caches under a lock):
@@ -128,7 +132,7 @@ class Simulation {
         else if (p.comm[op] != CommKind::none && p.comm[op] != CommKind::recv) used[collective_group_index(p.group[op])] = true;
       }
     const Group group_at[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
-    for_each_index(static_cast<std::size_t>(plan_.num_ranks()), 1, 16, [&](std::size_t i) {
+    for_each_index(static_cast<std::size_t>(plan_.num_ranks()), true, 16, [&](std::size_t i) {
       const int r = static_cast<int>(i);
       for (int g = 0; g < kNumCollectiveGroups; ++g)
         if (used[g] && groups_.leads(r, group_at[g])) groups_.rings(r, group_at[g]);  // builds only the leader's entries
@@ -144,13 +148,12 @@ class Simulation {
       window_end_ = t + kLookaheadNs;
       active_.clear();
       heads_.take_before(window_end_, active_);
-      for_each_index(active_.size(), kMinParallelRanks, 8, [this](std::size_t i) {
-        prefetch(i + 8, false);
-        prefetch(i + 4, true);
-        rank_events_.run(ranks_[active_[i]], active_[i], window_end_);
-      });
-      distribute_actions();
-      run_node_domains();
+      active_domains_.clear();
+      domain_heads_.take_before(window_end_, active_domains_);
+      form_units();
+      const bool parallel = active_.size() >= kMinParallelRanks || units_.size() >= kMinParallelUnits;
+      for_each_index(units_.size(), parallel, 2, [this](std::size_t u) { run_unit(u); });
+      gather_units();
       merge_window();
     }
     for (int r = 0; r < plan_.num_ranks(); ++r) {
@@ -162,11 +165,11 @@ class Simulation {
   }
 
  private:
-  // fn(i) for i in [0, n): on the arena's threads in chunks of `grain` when n >= min_parallel,
-  // else in order on this thread. Each i touches its own state only.
+  // fn(i) for i in [0, n): on the arena's threads in chunks of `grain` when `parallel`, else in
+  // order on this thread. Each i touches its own state only.
   template <class F>
-  void for_each_index(std::size_t n, std::size_t min_parallel, std::size_t grain, F&& fn) {
-    if (threads_ == 1 || n < min_parallel) {
+  void for_each_index(std::size_t n, bool parallel, std::size_t grain, F&& fn) {
+    if (threads_ == 1 || !parallel) {
       for (std::size_t i = 0; i < n; ++i) fn(i);
       return;
     }
@@ -178,11 +181,11 @@ class Simulation {
   }
 
   // At 16K ranks the ranks' states do not fit in cache and a window visits each active rank
-  // once: fetch the state of the i-th active rank ahead of its turn (first the state, then its
-  // queue). No effect on results.
+  // once: fetch the state of the i-th rank in unit order ahead of its turn (first the state,
+  // then its queue). No effect on results.
   void prefetch(std::size_t i, bool deep) const {
-    if (i >= active_.size()) return;
-    const RankState& s = ranks_[active_[i]];
+    if (i >= unit_ranks_.size()) return;
+    const RankState& s = ranks_[unit_ranks_[i]];
     if (!deep) {
       const char* base = reinterpret_cast<const char*>(&s);
       for (std::size_t line = 0; line < sizeof(RankState); line += 64) __builtin_prefetch(base + line);
@@ -201,8 +204,87 @@ class Simulation {
     return next == Transfers::kNever ? next : std::max(next, d.now);
   }
 
-  // ---- Node domains: after the rank phase, one task per node domain with work in the window,
-  // each in (time, rank, sequence) order; they touch only their own ranks and network. ----
+  // ---- The window's tasks ("units"), in parallel: a node domain's active ranks and then the
+  // domain's network, each in (time, rank, sequence) order (they touch only that node's ranks
+  // and network), or a few active ranks outside node domains. ----
+
+  struct Unit {
+    int domain;            // -1: ranks outside node domains
+    std::size_t begin, end;  // its ranks: unit_ranks_[begin, end), ascending
+  };
+
+  // Units of the active ranks and of the node domains with network events in the window.
+  void form_units() {
+    units_.clear();
+    unit_of_active_.resize(active_.size());
+    int loose = -1;  // the unit filling with ranks outside node domains
+    for (std::size_t i = 0; i < active_.size(); ++i) {
+      const int d = domains_.domain_of_rank[active_[i]];
+      int& u = d >= 0 ? unit_of_domain_[d] : loose;
+      if (u < 0 || (d < 0 && units_[u].end == kRanksPerUnit)) {
+        u = static_cast<int>(units_.size());
+        units_.push_back(Unit{d, 0, 0});
+      }
+      ++units_[u].end;  // counts ranks for now
+      unit_of_active_[i] = u;
+    }
+    for (int d : active_domains_)
+      if (unit_of_domain_[d] < 0) {
+        unit_of_domain_[d] = static_cast<int>(units_.size());
+        units_.push_back(Unit{d, 0, 0});
+      }
+    // Counting sort of the active ranks by unit (each unit's ranks stay ascending).
+    std::size_t at = 0;
+    for (Unit& u : units_) {
+      u.begin = at;
+      at += u.end;
+      u.end = u.begin;
+    }
+    unit_ranks_.resize(active_.size());
+    for (std::size_t i = 0; i < active_.size(); ++i) unit_ranks_[units_[unit_of_active_[i]].end++] = active_[i];
+    for (const Unit& u : units_)
+      if (u.domain >= 0) unit_of_domain_[u.domain] = -1;
+    if (unit_actions_.size() < units_.size()) unit_actions_.resize(units_.size());
+  }
+
+  void run_unit(std::size_t index) {
+    const Unit& u = units_[index];
+    for (std::size_t k = u.begin; k < u.end; ++k) {
+      prefetch(k + 8, false);
+      prefetch(k + 4, true);
+      rank_events_.run(ranks_[unit_ranks_[k]], unit_ranks_[k], window_end_);
+    }
+    std::vector<Action>& global = unit_actions_[index].actions;
+    for (std::size_t k = u.begin; k < u.end; ++k) {
+      RankState& s = ranks_[unit_ranks_[k]];
+      for (const Action& a : s.actions) {
+        const int d = domain_of(a);
+        assert(d < 0 || d == u.domain);
+        if (d >= 0) nodes_[d].actions.push_back(a);
+        else global.push_back(a);
+      }
+      s.actions.clear();
+    }
+    if (u.domain >= 0) run_domain(nodes_[u.domain]);
+  }
+
+  // After the units: the global network's actions, the domains' next events and the heads of
+  // the ranks the window touched.
+  void gather_units() {
+    actions_.clear();
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      std::vector<Action>& unit = unit_actions_[i].actions;
+      actions_.insert(actions_.end(), unit.begin(), unit.end());
+      unit.clear();
+      if (units_[i].domain < 0) continue;
+      Domain& dom = nodes_[units_[i].domain];
+      for (int r : dom.touched) push_head(r);
+      dom.touched.clear();
+      const TimeNs next = network_next(dom);
+      domain_heads_.set(units_[i].domain, next == Transfers::kNever ? RankHeads::kNone : next);
+    }
+    for (int r : active_) push_head(r);
+  }
 
   // The domain that carries an action's transfer: its node's when the transfer stays in it.
   int domain_of(const Action& a) const {
@@ -212,40 +294,6 @@ class Simulation {
     const Group g = p.group[a.op];
     if (p.comm[a.op] == CommKind::send) return domains_.domain_of_rank[groups_.peer(a.rank, g)] == d ? d : -1;
     return domains_.group_in_node[collective_group_index(g)][a.rank] ? d : -1;
-  }
-
-  void distribute_actions() {
-    actions_.clear();
-    active_domains_.clear();
-    for (int r : active_) {
-      RankState& s = ranks_[r];
-      for (const Action& a : s.actions) {
-        const int d = domain_of(a);
-        if (d < 0) {
-          actions_.push_back(a);
-          continue;
-        }
-        if (nodes_[d].actions.empty()) active_domains_.push_back(d);
-        nodes_[d].actions.push_back(a);
-      }
-      s.actions.clear();
-    }
-  }
-
-  void run_node_domains() {
-    domain_heads_.take_before(window_end_, active_domains_);
-    if (active_domains_.empty()) return;
-    std::sort(active_domains_.begin(), active_domains_.end());
-    active_domains_.erase(std::unique(active_domains_.begin(), active_domains_.end()), active_domains_.end());
-    for_each_index(active_domains_.size(), kMinParallelDomains, 4,
-                   [this](std::size_t i) { run_domain(nodes_[active_domains_[i]]); });
-    for (int d : active_domains_) {
-      Domain& dom = nodes_[d];
-      for (int r : dom.touched) push_head(r);
-      dom.touched.clear();
-      const TimeNs next = network_next(dom);
-      domain_heads_.set(d, next == Transfers::kNever ? RankHeads::kNone : next);
-    }
   }
 
   void run_domain(Domain& d) {
@@ -271,7 +319,6 @@ class Simulation {
       apply(global_, a);
     }
     run_network(global_, window_end_ - 1);
-    for (int r : active_) push_head(r);
     if (sink_) write_records();
   }
 
@@ -518,7 +565,15 @@ class Simulation {
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
   RankHeads heads_;              // head times of the ranks not in the current window
   RankHeads domain_heads_;       // next network event of each node domain not in the current window
-  std::vector<int> active_domains_;  // node domains with work in the current window
+  std::vector<int> active_domains_;  // node domains with network events in the current window
+  std::vector<Unit> units_;          // the current window's tasks
+  std::vector<int> unit_ranks_;      // the units' ranks
+  std::vector<int> unit_of_active_;  // scratch of form_units(): the unit of each active rank
+  std::vector<int> unit_of_domain_;  // per node domain: its unit in the current window, -1 outside form_units()
+  struct alignas(64) UnitActions {
+    std::vector<Action> actions;
+  };
+  std::vector<UnitActions> unit_actions_;  // per unit: its actions for the global network (a cache line each)
   std::vector<int> active_;      // ranks with events in the current window, ascending
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;

@@ -10,8 +10,9 @@
 // collective, starting a send) and their trace records are buffered per rank and then applied
 // sequentially in (time, rank, sequence) order together with the network's events. Transfers
 // that stay inside a node on NVLink links nothing else crosses run on that node's own flow
-// network, in parallel across nodes after the rank phase (engine_domains.hpp). The result and
-// the trace are identical for any thread count.
+// network (engine_domains.hpp): a window's task for such a node handles its ranks' events and
+// then its network, so nodes run in parallel with their transfers. The result and the trace are
+// identical for any thread count.
 //
 // Thread safety: an Engine is used by one thread at a time (it may use `threads` TBB workers).
 #pragma once
