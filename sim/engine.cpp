@@ -7,11 +7,13 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/spin_mutex.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cassert>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include "sim/engine_domains.hpp"
@@ -86,6 +88,7 @@ class Simulation {
       fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
     ranks_.resize(n);
     launched_.resize(static_cast<std::size_t>(2 + kNumCollectiveGroups) * n);
+    rendezvous_locks_ = std::vector<tbb::spin_mutex>(static_cast<std::size_t>(kNumCollectiveGroups) * n);
     for (auto& per_leader : lowered_) per_leader.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
     for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
@@ -254,14 +257,17 @@ class Simulation {
       prefetch(k + 4, true);
       rank_events_.run(ranks_[unit_ranks_[k]], unit_ranks_[k], window_end_);
     }
+    // The global network's collectives' posts are counted here; the merge gets their latest.
     std::vector<Action>& global = unit_actions_[index].actions;
     for (std::size_t k = u.begin; k < u.end; ++k) {
       RankState& s = ranks_[unit_ranks_[k]];
       for (const Action& a : s.actions) {
         const int d = domain_of(a);
         assert(d < 0 || d == u.domain);
+        Action last;
         if (d >= 0) nodes_[d].actions.push_back(a);
-        else global.push_back(a);
+        else if (program_.stages[s.stage].comm[a.op] == CommKind::send) global.push_back(a);
+        else if (arrive(a, last, threads_ > 1)) global.push_back(last);
       }
       s.actions.clear();
     }
@@ -347,9 +353,16 @@ class Simulation {
     }
   }
 
+  // A node domain's action (a post or a send), or the global network's (a send, or the latest
+  // post of a collective whose rendezvous the window's tasks completed).
   void apply(Domain& d, const Action& a) {
     const StageProgram& p = program_.stages[ranks_[a.rank].stage];
-    if (p.comm[a.op] != CommKind::send) return post_collective(d, a.rank, a.op, a.time);
+    if (p.comm[a.op] != CommKind::send) {
+      Action last;
+      if (&d == &global_) launch_collective(d, a);
+      else if (arrive(a, last, false)) launch_collective(d, last);
+      return;
+    }
     const int dst = groups_.peer(a.rank, p.group[a.op]);
     const bool to_next = p.group[a.op] == Group::pp_next;
     if (fold_.on()) {  // the representative's send carries its TP copies'
@@ -408,25 +421,39 @@ class Simulation {
     d.transfers.start(now, hops, phase_tails, tag);
   }
 
-  void post_collective(Domain& d, int rank, int op, TimeNs now) {
-    const StageProgram& p = program_.stages[ranks_[rank].stage];
-    const Group g = p.group[op];
-    const std::vector<int>& group = groups_.members(rank, g);
-    const int leader = group.front();
+  // A member posts collective a.op. When that completes the group's rendezvous, `last` is the
+  // latest post in (time, rank, sequence) order, where the collective starts; with `lock`, under
+  // the rendezvous' lock (posts of the global network's collectives, counted in the window's
+  // tasks: members of one group may run on different threads).
+  bool arrive(const Action& a, Action& last, bool lock) {
+    const StageProgram& p = program_.stages[ranks_[a.rank].stage];
+    const Group g = p.group[a.op];
+    const std::vector<int>& group = groups_.members(a.rank, g);
+    const int leader = groups_.leader(a.rank, g);
+    std::optional<tbb::spin_mutex::scoped_lock> held;
+    if (lock) held.emplace(rendezvous_locks_[collective_key(g, leader) - 2 * static_cast<std::size_t>(plan_.num_ranks())]);
     Rendezvous& rv = groups_.rendezvous(leader, g);
     ++rv.arrived;
-    rv.latest = std::max(rv.latest, now);
+    if (rv.last.rank < 0 || action_order(rv.last, a)) rv.last = a;
     // Folded, a TP group has only its representative (engine_fold.hpp).
-    if (rv.arrived < (fold_.folds_ranks() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return;
-    const TimeNs latest = rv.latest;
+    if (rv.arrived < (fold_.folds_ranks() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return false;
+    last = rv.last;
     rv = Rendezvous{};
+    return true;
+  }
+
+  // Starts the collective whose rendezvous `last` (the latest post) completed.
+  void launch_collective(Domain& d, const Action& last) {
+    const StageProgram& p = program_.stages[ranks_[last.rank].stage];
+    const Group g = p.group[last.op];
+    const int leader = groups_.leader(last.rank, g);
     if (fold_.on() && g != Group::tp) {  // the representative group's collective carries its TP copies'
       Launch& launch = launched_[collective_key(g, fold_.copy(leader, 0))];
-      if (!fold_.representative(leader)) return check_copy(launch, op, latest);
-      launch = Launch{op, latest};
+      if (!fold_.representative(leader)) return check_copy(launch, last.op, last.time);
+      launch = Launch{last.op, last.time};
     }
-    const Lowered& low = lowered(d, rank, leader, op);
-    start_transfer(d, latest, low.hops, low.cost.tails(), CommSlot{leader, op, g, p.stream[op]});
+    const Lowered& low = lowered(d, last.rank, leader, last.op);
+    start_transfer(d, last.time, low.hops, low.cost.tails(), CommSlot{leader, last.op, g, p.stream[last.op]});
   }
 
   // The cost and flows of rank's collective `op` on its group led by `leader`. A group's
@@ -556,6 +583,7 @@ class Simulation {
   RankGroups groups_;
   TpFold fold_;                   // off unless EngineOptions::tp_symmetric applies
   std::vector<Launch> launched_;  // by send_key and collective_key
+  std::vector<tbb::spin_mutex> rendezvous_locks_;  // by collective_key - 2 * ranks
   static constexpr std::size_t kLoweredPerGroup = 4;
   std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
   Domain global_;                 // the network of everything no node domain owns

@@ -1,7 +1,7 @@
 // The engine's groups of ranks (internal to sim/engine.cpp and engine_domains): which ranks form
 // each TP, DP, embedding, EP and expert-DP group, in ring order, their rings, their pending
 // rendezvous, and each rank's pipeline neighbours. Everything is kept per group leader (its
-// first rank) and built on first use.
+// first rank) and built on first use; each rank's leader is found at construction.
 //
 // Thread safety: entries of different leaders may be built concurrently; one leader's entries
 // by one thread at a time.
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/comm_model.hpp"
+#include "sim/engine_state.hpp"
 #include "workloads/parallel_plan.hpp"
 
 namespace dtsim {
@@ -19,20 +20,34 @@ inline int collective_group_index(Group g) {
   return g == Group::tp ? 0 : g == Group::dp ? 1 : g == Group::embedding ? 2 : g == Group::ep ? 3 : 4;
 }
 
-// A pending collective of one group: members that posted it and when the last one did.
+// A pending collective of one group: members that posted it and the latest post in (time,
+// rank, sequence) order, at which the collective starts.
 struct Rendezvous {
   int arrived = 0;
-  TimeNs latest = 0;
+  Action last{-1, -1, 0, -1};
 };
 
 class RankGroups {
  public:
   RankGroups(const ParallelPlan& plan, const CommModel& comm) : plan_(plan), comm_(comm) {
-    for (PerGroup& g : groups_) {
+    const Group at_index[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
+    for (int i = 0; i < kNumCollectiveGroups; ++i) {
+      PerGroup& g = groups_[i];
       g.rendezvous.resize(plan.num_ranks());
       g.rings.resize(plan.num_ranks());
       g.members.resize(plan.num_ranks());
+      g.leader.resize(plan.num_ranks());
+      for (int r = 0; r < plan.num_ranks(); ++r) {
+        RankCoords c = plan.coords(r);
+        g.leader[r] = plan.rank_of(first_of_group(c, at_index[i]));
+      }
     }
+    for (int r = 0; r < plan.num_ranks(); ++r)
+      for (int step : {plan.pp - 1, 1}) {
+        RankCoords c = plan.coords(r);
+        c.pp = (c.pp + step) % plan.pp;
+        peers_.push_back(plan.rank_of(c));
+      }
   }
 
   // Ranks of this rank's group in ring order; the first is the group's leader. The embedding
@@ -40,15 +55,15 @@ class RankGroups {
   // of ep consecutive DP ranks holding this rank, the expert-DP group the DP ranks at this rank's
   // position in every block.
   const std::vector<int>& members(int rank, Group g) {
-    RankCoords c = plan_.coords(rank);
-    int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
-    const int base = g == Group::ep ? c.dp / plan_.ep * plan_.ep : g == Group::expert_dp ? c.dp % plan_.ep : 0;
-    const int stride = g == Group::expert_dp ? plan_.ep : 1;
-    const int size = g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
-                                                                                                  : plan_.dp;
-    coord = base;
-    std::vector<int>& out = of(g).members[plan_.rank_of(c)];
+    PerGroup& per = of(g);
+    std::vector<int>& out = per.members[per.leader[rank]];
     if (out.empty()) {
+      RankCoords c = first_of_group(plan_.coords(rank), g);
+      int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
+      const int base = coord;
+      const int stride = g == Group::expert_dp ? plan_.ep : 1;
+      const int size = g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
+                                                                                                    : plan_.dp;
       if (g == Group::embedding) {
         out.push_back(plan_.rank_of(c));
         coord = plan_.pp - 1;
@@ -64,17 +79,7 @@ class RankGroups {
   }
 
   // Whether `rank` is the first of its group, without building the group.
-  bool leads(int rank, Group g) const {
-    const RankCoords c = plan_.coords(rank);
-    switch (g) {
-      case Group::tp: return c.tp == 0;
-      case Group::embedding: return c.pp == 0;
-      case Group::dp: return c.dp == 0;
-      case Group::ep: return c.dp % plan_.ep == 0;
-      case Group::expert_dp: return c.dp < plan_.ep;
-      default: return false;
-    }
-  }
+  bool leads(int rank, Group g) const { return leader(rank, g) == rank; }
 
   // The rings of rank's group.
   const RingSet& rings(int rank, Group g) {
@@ -85,25 +90,31 @@ class RankGroups {
   }
 
   Rendezvous& rendezvous(int leader, Group g) { return of(g).rendezvous[leader]; }
+  // The first rank of rank's group (looked up; every rank's is found at construction).
+  int leader(int rank, Group g) const { return groups_[collective_group_index(g)].leader[rank]; }
 
   // The neighbouring stage; with interleaving the last stage feeds the first (next chunk).
-  int peer(int rank, Group g) const {
-    RankCoords c = plan_.coords(rank);
-    c.pp = (c.pp + (g == Group::pp_next ? 1 : plan_.pp - 1)) % plan_.pp;
-    return plan_.rank_of(c);
-  }
+  int peer(int rank, Group g) const { return peers_[2 * static_cast<std::size_t>(rank) + (g == Group::pp_next ? 1 : 0)]; }
 
  private:
   struct PerGroup {
     std::vector<Rendezvous> rendezvous;  // indexed by group leader rank
     std::vector<RingSet> rings;
     std::vector<std::vector<int>> members;
+    std::vector<int> leader;  // per rank
   };
+  // The coordinates of the first rank of the group holding a rank at `c`.
+  RankCoords first_of_group(RankCoords c, Group g) const {
+    int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
+    coord = g == Group::ep ? c.dp / plan_.ep * plan_.ep : g == Group::expert_dp ? c.dp % plan_.ep : 0;
+    return c;
+  }
   PerGroup& of(Group g) { return groups_[collective_group_index(g)]; }
 
   const ParallelPlan& plan_;
   const CommModel& comm_;
   PerGroup groups_[kNumCollectiveGroups];
+  std::vector<int> peers_;  // per rank: its previous stage's rank, its next stage's
 };
 
 }  // namespace dtsim
