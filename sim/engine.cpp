@@ -244,6 +244,7 @@ class Simulation {
       u.end = u.begin;
     }
     unit_ranks_.resize(active_.size());
+    unit_heads_.resize(active_.size());
     for (std::size_t i = 0; i < active_.size(); ++i) unit_ranks_[units_[unit_of_active_[i]].end++] = active_[i];
     for (const Unit& u : units_)
       if (u.domain >= 0) unit_of_domain_[u.domain] = -1;
@@ -272,6 +273,10 @@ class Simulation {
       s.actions.clear();
     }
     if (u.domain >= 0) run_domain(nodes_[u.domain]);
+    for (std::size_t k = u.begin; k < u.end; ++k) {
+      const RankState& s = ranks_[unit_ranks_[k]];
+      unit_heads_[k] = s.queue.empty() ? RankHeads::kNone : s.queue.front().time;
+    }
   }
 
   // After the units: the global network's actions, the domains' next events and the heads of
@@ -289,7 +294,8 @@ class Simulation {
       const TimeNs next = network_next(dom);
       domain_heads_.set(units_[i].domain, next == Transfers::kNever ? RankHeads::kNone : next);
     }
-    for (int r : active_) push_head(r);
+    for (std::size_t k = 0; k < unit_ranks_.size(); ++k)
+      if (unit_heads_[k] != RankHeads::kNone) heads_.set(unit_ranks_[k], unit_heads_[k]);
   }
 
   // The domain that carries an action's transfer: its node's when the transfer stays in it.
@@ -596,6 +602,7 @@ class Simulation {
   std::vector<int> active_domains_;  // node domains with network events in the current window
   std::vector<Unit> units_;          // the current window's tasks
   std::vector<int> unit_ranks_;      // the units' ranks
+  std::vector<TimeNs> unit_heads_;   // their earliest pending events after the window's tasks
   std::vector<int> unit_of_active_;  // scratch of form_units(): the unit of each active rank
   std::vector<int> unit_of_domain_;  // per node domain: its unit in the current window, -1 outside form_units()
   struct alignas(64) UnitActions {

@@ -315,17 +315,25 @@ void FlowNetwork::remove_flow(int id) {
   Flow& f = flows_[id];
   f.finish = kNever;
   heap_erase(id);
+  // A link the flow crosses k times lists it k times: one pass removes them all (a flow the TP
+  // copies carry crosses a pod uplink 8 times, among hundreds of others).
   for (int l : f.links) {
-    std::vector<int>& on = link_flows_[l];
-    on.erase(std::find(on.begin(), on.end(), id));
+    if (!link_seen_[l]) {
+      link_seen_[l] = 1;
+      std::erase(link_flows_[l], id);
+    }
     link_bytes_[l] += f.size;
     load_[l] -= f.rate;
-    if (on.empty()) {
+    // Other flows can only gain where the link couples them; a relaxed link bound none.
+    if (coupling_[l]) mark_dirty(l);
+  }
+  for (int l : f.links) {
+    if (!link_seen_[l]) continue;
+    link_seen_[l] = 0;
+    if (link_flows_[l].empty()) {
       link_busy_s_[l] += ns_to_seconds(now_ - busy_since_[l]);
       load_[l] = 0;
     }
-    // Other flows can only gain where the link couples them; a relaxed link bound none.
-    if (coupling_[l]) mark_dirty(l);
   }
   f.active = false;
   f.rate = 0;
