@@ -437,7 +437,7 @@ class Simulation {
     const std::vector<int>& group = groups_.members(a.rank, g);
     const int leader = groups_.leader(a.rank, g);
     std::optional<tbb::spin_mutex::scoped_lock> held;
-    if (lock) held.emplace(rendezvous_locks_[collective_key(g, leader) - 2 * static_cast<std::size_t>(plan_.num_ranks())]);
+    if (lock) held.emplace(rendezvous_locks_[static_cast<std::size_t>(collective_group_index(g)) * plan_.num_ranks() + leader]);
     Rendezvous& rv = groups_.rendezvous(leader, g);
     ++rv.arrived;
     if (rv.last.rank < 0 || action_order(rv.last, a)) rv.last = a;
@@ -589,7 +589,7 @@ class Simulation {
   RankGroups groups_;
   TpFold fold_;                   // off unless EngineOptions::tp_symmetric applies
   std::vector<Launch> launched_;  // by send_key and collective_key
-  std::vector<tbb::spin_mutex> rendezvous_locks_;  // by collective_key - 2 * ranks
+  std::vector<tbb::spin_mutex> rendezvous_locks_;  // per collective group index and leader
   static constexpr std::size_t kLoweredPerGroup = 4;
   std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
   Domain global_;                 // the network of everything no node domain owns
