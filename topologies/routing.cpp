@@ -62,10 +62,10 @@ struct SearchVisitor : boost::default_dijkstra_visitor {
 
 // Vertices a route between two nodes may cross: fabric devices and the two nodes' own.
 struct RouteDevices {
-  const Graph* g = nullptr;
+  const std::vector<int>* node_of = nullptr;  // Router::node_of_
   int src_node = -1, dst_node = -1;
   bool operator()(VertexId v) const {
-    const int node = (*g)[v].node;
+    const int node = (*node_of)[v];
     return node < 0 || node == src_node || node == dst_node;
   }
 };
@@ -129,6 +129,11 @@ Graph::edge_descriptor ecmp_choice(const Graph& g, const FilteredGraph& fg, Sear
 
 }  // namespace
 
+Router::Router(const ClusterGraph& graph) : graph_(graph) {
+  const Graph& g = graph.graph();
+  for (VertexId v = 0; v < boost::num_vertices(g); ++v) node_of_.push_back(g[v].node);
+}
+
 const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
   const auto find = [&](auto& known) {
     return std::lower_bound(known.begin(), known.end(), dst_gpu, [](const auto& entry, int dst) { return entry.first < dst; });
@@ -160,7 +165,7 @@ RouteInfo Router::search(int src_gpu, int dst_gpu) const {
   SearchScratch& s = scratch_for(boost::num_vertices(g));
   // Only fabric devices (node -1) and the two end nodes' devices may carry the route.
   const boost::filtered_graph<Graph, boost::keep_all, RouteDevices> fg(g, boost::keep_all(),
-                                                                        RouteDevices{&g, g[src].node, g[dst].node});
+                                                                        RouteDevices{&node_of_, g[src].node, g[dst].node});
   const auto index = boost::get(boost::vertex_index, g);
   auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
       [&g](Graph::edge_descriptor e) { return link_weight(g, e); });

@@ -29,7 +29,7 @@ struct RouteInfo {
 
 class Router {
  public:
-  explicit Router(const ClusterGraph& graph) : graph_(graph) {}
+  explicit Router(const ClusterGraph& graph);
   // Thread-safe: searches run in parallel, the cache is shared. Throws InputError naming both
   // devices when no path exists.
   const RouteInfo& route(int src_gpu, int dst_gpu) const;
@@ -41,6 +41,7 @@ class Router {
   RouteInfo search(int src_gpu, int dst_gpu) const;
 
   const ClusterGraph& graph_;
+  std::vector<int> node_of_;  // per vertex: Device::node, flat (searches test it for every edge they examine)
   mutable std::mutex mutex_;
   // Cached routes (a deque keeps references stable); per source GPU, (destination, route)
   // sorted by destination: a route lookup reads one small contiguous list, not a hash node.
