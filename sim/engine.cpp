@@ -23,6 +23,7 @@
 #include "sim/engine_rank.hpp"
 #include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
+#include "sim/engine_units.hpp"
 #include "sim/engine_result.hpp"
 #include "sim/transfers.hpp"
 
@@ -38,8 +39,6 @@ constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs)
 // threshold, 2.0 s on 2 threads without it). The order of work is the same either way.
 constexpr std::size_t kMinParallelRanks = 128;
 constexpr std::size_t kMinParallelUnits = 16;
-// Active ranks outside node domains go to the window's tasks in units of this many.
-constexpr int kRanksPerUnit = 8;
 
 // The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
 // (each member completes the op it posted on `stream`).
@@ -87,7 +86,7 @@ class Simulation {
     if (options.tp_symmetric && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty())
       fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
     ranks_.resize(n);
-    launched_.resize(static_cast<std::size_t>(2 + kNumCollectiveGroups) * n);
+    if (fold_.on()) launches_ = CopyLaunches(n, kNumCollectiveGroups);
     rendezvous_locks_ = std::vector<tbb::spin_mutex>(static_cast<std::size_t>(kNumCollectiveGroups) * n);
     for (auto& per_leader : lowered_) per_leader.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
@@ -118,7 +117,7 @@ class Simulation {
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
     domain_heads_ = RankHeads(static_cast<int>(nodes_.size()));
-    unit_of_domain_.assign(nodes_.size(), -1);
+    units_ = WindowUnits(nodes_.size());
   }
 
   // Route searches are independent (the router searches in parallel and caches under a lock):
@@ -153,7 +152,7 @@ class Simulation {
       heads_.take_before(window_end_, active_);
       active_domains_.clear();
       domain_heads_.take_before(window_end_, active_domains_);
-      form_units();
+      units_.form(active_, domains_.domain_of_rank, active_domains_);
       const bool parallel = active_.size() >= kMinParallelRanks || units_.size() >= kMinParallelUnits;
       for_each_index(units_.size(), parallel, 2, [this](std::size_t u) { run_unit(u); });
       gather_units();
@@ -187,8 +186,8 @@ class Simulation {
   // once: fetch the state of the i-th rank in unit order ahead of its turn (first the state,
   // then its queue). No effect on results.
   void prefetch(std::size_t i, bool deep) const {
-    if (i >= unit_ranks_.size()) return;
-    const RankState& s = ranks_[unit_ranks_[i]];
+    if (i >= units_.ranks()) return;
+    const RankState& s = ranks_[units_.rank(i)];
     if (!deep) {
       const char* base = reinterpret_cast<const char*>(&s);
       for (std::size_t line = 0; line < sizeof(RankState); line += 64) __builtin_prefetch(base + line);
@@ -211,57 +210,17 @@ class Simulation {
   // domain's network, each in (time, rank, sequence) order (they touch only that node's ranks
   // and network), or a few active ranks outside node domains. ----
 
-  struct Unit {
-    int domain;            // -1: ranks outside node domains
-    std::size_t begin, end;  // its ranks: unit_ranks_[begin, end), ascending
-  };
-
-  // Units of the active ranks and of the node domains with network events in the window.
-  void form_units() {
-    units_.clear();
-    unit_of_active_.resize(active_.size());
-    int loose = -1;  // the unit filling with ranks outside node domains
-    for (std::size_t i = 0; i < active_.size(); ++i) {
-      const int d = domains_.domain_of_rank[active_[i]];
-      int& u = d >= 0 ? unit_of_domain_[d] : loose;
-      if (u < 0 || (d < 0 && units_[u].end == kRanksPerUnit)) {
-        u = static_cast<int>(units_.size());
-        units_.push_back(Unit{d, 0, 0});
-      }
-      ++units_[u].end;  // counts ranks for now
-      unit_of_active_[i] = u;
-    }
-    for (int d : active_domains_)
-      if (unit_of_domain_[d] < 0) {
-        unit_of_domain_[d] = static_cast<int>(units_.size());
-        units_.push_back(Unit{d, 0, 0});
-      }
-    // Counting sort of the active ranks by unit (each unit's ranks stay ascending).
-    std::size_t at = 0;
-    for (Unit& u : units_) {
-      u.begin = at;
-      at += u.end;
-      u.end = u.begin;
-    }
-    unit_ranks_.resize(active_.size());
-    unit_heads_.resize(active_.size());
-    for (std::size_t i = 0; i < active_.size(); ++i) unit_ranks_[units_[unit_of_active_[i]].end++] = active_[i];
-    for (const Unit& u : units_)
-      if (u.domain >= 0) unit_of_domain_[u.domain] = -1;
-    if (unit_actions_.size() < units_.size()) unit_actions_.resize(units_.size());
-  }
-
   void run_unit(std::size_t index) {
-    const Unit& u = units_[index];
+    const WindowUnits::Unit& u = units_[index];
     for (std::size_t k = u.begin; k < u.end; ++k) {
       prefetch(k + 8, false);
       prefetch(k + 4, true);
-      rank_events_.run(ranks_[unit_ranks_[k]], unit_ranks_[k], window_end_);
+      rank_events_.run(ranks_[units_.rank(k)], units_.rank(k), window_end_);
     }
     // The global network's collectives' posts are counted here; the merge gets their latest.
-    std::vector<Action>& global = unit_actions_[index].actions;
+    std::vector<Action>& global = units_.actions(index);
     for (std::size_t k = u.begin; k < u.end; ++k) {
-      RankState& s = ranks_[unit_ranks_[k]];
+      RankState& s = ranks_[units_.rank(k)];
       for (const Action& a : s.actions) {
         const int d = domain_of(a);
         assert(d < 0 || d == u.domain);
@@ -274,8 +233,8 @@ class Simulation {
     }
     if (u.domain >= 0) run_domain(nodes_[u.domain]);
     for (std::size_t k = u.begin; k < u.end; ++k) {
-      const RankState& s = ranks_[unit_ranks_[k]];
-      unit_heads_[k] = s.queue.empty() ? RankHeads::kNone : s.queue.front().time;
+      const RankState& s = ranks_[units_.rank(k)];
+      units_.head(k) = s.queue.empty() ? RankHeads::kNone : s.queue.front().time;
     }
   }
 
@@ -284,7 +243,7 @@ class Simulation {
   void gather_units() {
     actions_.clear();
     for (std::size_t i = 0; i < units_.size(); ++i) {
-      std::vector<Action>& unit = unit_actions_[i].actions;
+      std::vector<Action>& unit = units_.actions(i);
       actions_.insert(actions_.end(), unit.begin(), unit.end());
       unit.clear();
       if (units_[i].domain < 0) continue;
@@ -294,8 +253,8 @@ class Simulation {
       const TimeNs next = network_next(dom);
       domain_heads_.set(units_[i].domain, next == Transfers::kNever ? RankHeads::kNone : next);
     }
-    for (std::size_t k = 0; k < unit_ranks_.size(); ++k)
-      if (unit_heads_[k] != RankHeads::kNone) heads_.set(unit_ranks_[k], unit_heads_[k]);
+    for (std::size_t k = 0; k < units_.ranks(); ++k)
+      if (units_.head(k) != RankHeads::kNone) heads_.set(units_.rank(k), units_.head(k));
   }
 
   // The domain that carries an action's transfer: its node's when the transfer stays in it.
@@ -371,11 +330,9 @@ class Simulation {
     }
     const int dst = groups_.peer(a.rank, p.group[a.op]);
     const bool to_next = p.group[a.op] == Group::pp_next;
-    if (fold_.on()) {  // the representative's send carries its TP copies'
-      Launch& launch = launched_[send_key(fold_.copy(a.rank, 0), to_next)];
-      if (!fold_.representative(a.rank)) return check_copy(launch, a.op, a.time);
-      launch = Launch{a.op, a.time};
-    }
+    // The representative's send carries its TP copies'.
+    if (fold_.on() && launches_.copy(launches_.send(fold_.copy(a.rank, 0), to_next), fold_.representative(a.rank), a.op, a.time))
+      return;
     const SendPath& send = send_path(a.rank, to_next, dst);
     const double bytes = p.bytes[a.op] / CommModel::send_wire_factor(send.path);
     if (fold_.on()) {
@@ -453,11 +410,11 @@ class Simulation {
     const StageProgram& p = program_.stages[ranks_[last.rank].stage];
     const Group g = p.group[last.op];
     const int leader = groups_.leader(last.rank, g);
-    if (fold_.on() && g != Group::tp) {  // the representative group's collective carries its TP copies'
-      Launch& launch = launched_[collective_key(g, fold_.copy(leader, 0))];
-      if (!fold_.representative(leader)) return check_copy(launch, last.op, last.time);
-      launch = Launch{last.op, last.time};
-    }
+    // The representative group's collective carries its TP copies'.
+    if (fold_.on() && g != Group::tp &&
+        launches_.copy(launches_.collective(collective_group_index(g), fold_.copy(leader, 0)), fold_.representative(leader),
+                       last.op, last.time))
+      return;
     const Lowered& low = lowered(d, last.rank, leader, last.op);
     start_transfer(d, last.time, low.hops, low.cost.tails(), CommSlot{leader, last.op, g, p.stream[last.op]});
   }
@@ -538,23 +495,6 @@ class Simulation {
     schedule_remote(d, dst, list[index++], f.start_ns, f.end_ns);
   }
 
-  // ---- TP copies (engine_fold.hpp): the last transfer each representative started, per
-  // pipeline direction and per collective group it leads. ----
-  struct Launch {
-    int op = -1;
-    TimeNs time = -1;
-  };
-  std::size_t send_key(int rank, bool to_next) const { return 2 * static_cast<std::size_t>(rank) + (to_next ? 1 : 0); }
-  std::size_t collective_key(Group g, int leader) const {
-    return (2 + static_cast<std::size_t>(collective_group_index(g))) * plan_.num_ranks() + leader;
-  }
-  // A TP copy's send or collective: its representative started the same op at the same time.
-  static void check_copy(const Launch& representative, int op, TimeNs time) {
-    if (representative.op != op || representative.time != time)
-      throw std::logic_error("engine: a TP copy's transfer differs from its representative's; the cluster is not "
-                             "symmetric under TP permutations (EngineOptions::tp_symmetric)");
-  }
-
   EngineResult result() const {
     std::vector<LinkUse> links(graph_.num_links());
     for (int l = 0; l < graph_.num_links(); ++l) {
@@ -588,7 +528,7 @@ class Simulation {
   RankEvents rank_events_;
   RankGroups groups_;
   TpFold fold_;                   // off unless EngineOptions::tp_symmetric applies
-  std::vector<Launch> launched_;  // by send_key and collective_key
+  CopyLaunches launches_;         // with fold_ on
   std::vector<tbb::spin_mutex> rendezvous_locks_;  // per collective group index and leader
   static constexpr std::size_t kLoweredPerGroup = 4;
   std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
@@ -600,15 +540,7 @@ class Simulation {
   RankHeads heads_;              // head times of the ranks not in the current window
   RankHeads domain_heads_;       // next network event of each node domain not in the current window
   std::vector<int> active_domains_;  // node domains with network events in the current window
-  std::vector<Unit> units_;          // the current window's tasks
-  std::vector<int> unit_ranks_;      // the units' ranks
-  std::vector<TimeNs> unit_heads_;   // their earliest pending events after the window's tasks
-  std::vector<int> unit_of_active_;  // scratch of form_units(): the unit of each active rank
-  std::vector<int> unit_of_domain_;  // per node domain: its unit in the current window, -1 outside form_units()
-  struct alignas(64) UnitActions {
-    std::vector<Action> actions;
-  };
-  std::vector<UnitActions> unit_actions_;  // per unit: its actions for the global network (a cache line each)
+  WindowUnits units_;                // the current window's tasks
   std::vector<int> active_;      // ranks with events in the current window, ascending
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;

@@ -16,6 +16,7 @@
 // representative's final state. A TP collective already is one flow over the whole group's ring;
 // it then completes at the representative alone.
 #pragma once
+#include <stdexcept>
 #include <vector>
 
 #include "sim/transfers.hpp"
@@ -52,6 +53,42 @@ class TpFold {
   int tp_ = 1;
   bool fold_ranks_ = false;
   std::vector<int> copies_;  // rank * tp + j
+};
+
+// The last transfer each representative started, per pipeline direction and per collective
+// group it leads: its TP copies' own must be the same op at the same time.
+class CopyLaunches {
+ public:
+  CopyLaunches() = default;
+  CopyLaunches(int ranks, int collective_groups)
+      : ranks_(ranks), launched_(static_cast<std::size_t>(2 + collective_groups) * ranks) {}
+  std::size_t send(int representative, bool to_next) const {
+    return 2 * static_cast<std::size_t>(representative) + (to_next ? 1 : 0);
+  }
+  std::size_t collective(int group_index, int leader) const {
+    return (2 + static_cast<std::size_t>(group_index)) * ranks_ + leader;
+  }
+  // A transfer (op at `time`) under `key`: the representative's is recorded (false); a copy's
+  // must match it (true), else the cluster is not what EngineOptions::tp_symmetric says.
+  bool copy(std::size_t key, bool representative, int op, TimeNs time) {
+    Launch& launch = launched_[key];
+    if (representative) {
+      launch = Launch{op, time};
+      return false;
+    }
+    if (launch.op != op || launch.time != time)
+      throw std::logic_error("engine: a TP copy's transfer differs from its representative's; the cluster is not "
+                             "symmetric under TP permutations (EngineOptions::tp_symmetric)");
+    return true;
+  }
+
+ private:
+  struct Launch {
+    int op = -1;
+    TimeNs time = -1;
+  };
+  std::size_t ranks_ = 0;
+  std::vector<Launch> launched_;
 };
 
 // One transfer's flows for every TP copy (copies[j]: copy j's hops, all lowered alike) as one
