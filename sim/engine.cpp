@@ -16,6 +16,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "sim/engine_crew.hpp"
 #include "sim/engine_domains.hpp"
 #include "sim/engine_fold.hpp"
 #include "sim/engine_groups.hpp"
@@ -34,11 +35,12 @@ namespace {
 // base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
 // before t + kLookaheadNs. The merge phase checks it.
 constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
-// Windows with fewer active ranks and node domains run on one thread: forking costs more than
-// the few events save (BLOOM's windows hold ~30 events: 1.7 s on 1 or 2 threads with this
-// threshold, 2.0 s on 2 threads without it). The order of work is the same either way.
+// After a window with fewer active ranks and node domains than these the next runs on the
+// leader alone: handing it out costs more than its few events (BLOOM's windows hold ~30
+// events: 0.63 s on 1 thread, 1.04 s on 2 with every window handed out). Which thread runs a
+// shard never changes results.
 constexpr std::size_t kMinParallelRanks = 128;
-constexpr std::size_t kMinParallelUnits = 16;
+constexpr std::size_t kMinParallelDomains = 16;
 
 // The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
 // (each member completes the op it posted on `stream`).
@@ -64,6 +66,20 @@ struct alignas(64) Domain {
   std::vector<int> touched;     // ranks a node domain scheduled events for in the current window
 };
 
+// The ranks and node domains one crew thread owns (engine_crew.hpp): their head times, the
+// current window's tasks, and the global network's actions they left. Only the thread running
+// the shard touches it, and the merge while no shard runs.
+struct alignas(64) Shard {
+  Shard(int ranks, int domains) : heads(ranks), domain_heads(domains), units(domains) {}
+  RankHeads heads;           // its ranks' earliest pending events (not those of the current window)
+  RankHeads domain_heads;    // its node domains' next network events
+  WindowUnits units;         // the current window's tasks
+  std::vector<int> active;   // its ranks with events in the current window, ascending
+  std::vector<int> active_domains;
+  std::vector<Action> actions;     // for the global network, from the current window
+  TimeNs next = RankHeads::kNone;  // its earliest event after the window (the merge lowers it)
+};
+
 // A group's collective lowered: its kind, size, cost and flows.
 struct Lowered {
   CommKind kind = CommKind::none;
@@ -79,13 +95,15 @@ class Simulation {
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
         peak_flops_(compute.peak_flops()),
         threads_(std::max(1, options.threads)), arena_(threads_),
-        rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains), groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
-        heads_(program.plan.num_ranks()),
-        domain_heads_(0) {
+        rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains),
+        groups_(program.plan, comm), global_(Transfers(graph, comm.router())), crew_(threads_) {
     const int n = plan_.num_ranks();
     if (options.tp_symmetric && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty())
       fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
     ranks_.resize(n);
+    stage_of_.resize(n);
+    inbox_.resize(n);
+    recvs_delivered_.assign(2 * static_cast<std::size_t>(n), 0);
     if (fold_.on()) launches_ = CopyLaunches(n, kNumCollectiveGroups);
     rendezvous_locks_ = std::vector<tbb::spin_mutex>(static_cast<std::size_t>(kNumCollectiveGroups) * n);
     for (auto& per_leader : lowered_) per_leader.resize(n);
@@ -94,12 +112,10 @@ class Simulation {
     for (int r = 0; r < n; ++r) {
       RankState& s = ranks_[r];
       const RankCoords c = plan_.coords(r);
-      s.stage = c.pp;
+      s.stage = stage_of_[r] = c.pp;
       s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
-      if (fold_.shadow(r)) continue;
-      s.push(LocalEvent{0, 0, -1, 0});
-      heads_.set(r, 0);
+      if (!fold_.shadow(r)) s.push(LocalEvent{0, 0, -1, 0});
     }
     warm_routes();
     if (options.node_domains) {
@@ -116,8 +132,23 @@ class Simulation {
     std::vector<char> owned(graph.num_links(), 0);
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
-    domain_heads_ = RankHeads(static_cast<int>(nodes_.size()));
-    units_ = WindowUnits(nodes_.size());
+    for (int t = 0; t < threads_; ++t) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
+    // Shards own node domains, and ranks outside them, in threads x pp contiguous blocks dealt
+    // round robin: with the pipeline stage outermost in the rank order each thread owns a
+    // contiguous share of every stage (the DP replicas reach the same point of the step
+    // together). Finer blocks cost more than balance gains: at 16K GPUs blocks of 8 nodes gave
+    // each thread 3.6-5.0 s of work against 2.7-2.8 s with blocks of 64 (2,048 / (2 x 16)).
+    const int blocks = threads_ * plan_.pp;
+    const int nodes_per_block = std::max<int>(1, (static_cast<int>(nodes_.size()) + blocks - 1) / blocks);
+    const int ranks_per_block = std::max(1, (n + blocks - 1) / blocks);
+    shard_of_.resize(n);
+    for (int r = 0; r < n; ++r) {
+      const int d = domains_.domain_of_rank[r];
+      shard_of_[r] = (d >= 0 ? d / nodes_per_block : r / ranks_per_block) % threads_;
+      if (fold_.shadow(r)) continue;
+      shards_[shard_of_[r]].heads.set(r, 0);
+      shards_[shard_of_[r]].next = 0;
+    }
   }
 
   // Route searches are independent (the router searches in parallel and caches under a lock):
@@ -144,20 +175,9 @@ class Simulation {
   }
 
   EngineResult run() {
-    while (true) {
-      const TimeNs t = std::min({network_next(global_), heads_.min_time(), domain_heads_.min_time()});
-      if (t == Transfers::kNever) break;
-      window_end_ = t + kLookaheadNs;
-      active_.clear();
-      heads_.take_before(window_end_, active_);
-      active_domains_.clear();
-      domain_heads_.take_before(window_end_, active_domains_);
-      units_.form(active_, domains_.domain_of_rank, active_domains_);
-      const bool parallel = active_.size() >= kMinParallelRanks || units_.size() >= kMinParallelUnits;
-      for_each_index(units_.size(), parallel, 2, [this](std::size_t u) { run_unit(u); });
-      gather_units();
-      merge_window();
-    }
+    crew_.run(
+        arena_, [](void* self, int shard) { static_cast<Simulation*>(self)->run_shard(shard); }, this,
+        [this] { run_windows(); });
     for (int r = 0; r < plan_.num_ranks(); ++r) {
       if (!fold_.shadow(r)) continue;
       ranks_[r] = ranks_[fold_.copy(r, 0)];
@@ -167,6 +187,21 @@ class Simulation {
   }
 
  private:
+  void run_windows() {
+    bool parallel = true;
+    while (true) {
+      TimeNs t = network_next(global_);
+      for (const Shard& sh : shards_) t = std::min(t, sh.next);
+      if (t == Transfers::kNever) break;
+      window_end_ = t + kLookaheadNs;
+      crew_.run_window(parallel);
+      std::size_t ranks = 0, domains = 0;
+      for (const Shard& sh : shards_) ranks += sh.active.size(), domains += sh.active_domains.size();
+      parallel = ranks >= kMinParallelRanks || domains >= kMinParallelDomains;
+      merge_window();
+    }
+  }
+
   // fn(i) for i in [0, n): on the arena's threads in chunks of `grain` when `parallel`, else in
   // order on this thread. Each i touches its own state only.
   template <class F>
@@ -185,9 +220,9 @@ class Simulation {
   // At 16K ranks the ranks' states do not fit in cache and a window visits each active rank
   // once: fetch the state of the i-th rank in unit order ahead of its turn (first the state,
   // then its queue). No effect on results.
-  void prefetch(std::size_t i, bool deep) const {
-    if (i >= units_.ranks()) return;
-    const RankState& s = ranks_[units_.rank(i)];
+  void prefetch(const WindowUnits& units, std::size_t i, bool deep) const {
+    if (i >= units.ranks()) return;
+    const RankState& s = ranks_[units.rank(i)];
     if (!deep) {
       const char* base = reinterpret_cast<const char*>(&s);
       for (std::size_t line = 0; line < sizeof(RankState); line += 64) __builtin_prefetch(base + line);
@@ -197,71 +232,67 @@ class Simulation {
   }
 
   // Sets the rank's head time to its earliest pending event (a rank with none keeps no head).
-  void push_head(int rank) {
+  void push_head(Shard& sh, int rank) {
     const RankState& s = ranks_[rank];
-    if (!s.queue.empty()) heads_.set(rank, s.queue.front().time);
+    if (!s.queue.empty()) sh.heads.set(rank, s.queue.front().time);
   }
   static TimeNs network_next(const Domain& d) {
     const TimeNs next = d.transfers.next_event();
     return next == Transfers::kNever ? next : std::max(next, d.now);
   }
 
-  // ---- The window's tasks ("units"), in parallel: a node domain's active ranks and then the
-  // domain's network, each in (time, rank, sequence) order (they touch only that node's ranks
-  // and network), or a few active ranks outside node domains. ----
+  // ---- A shard's window, on its crew thread: its active ranks and node domains as tasks
+  // ("units"): a node domain's active ranks and then the domain's network, each in (time, rank,
+  // sequence) order (they touch only that node's ranks and network), or a few active ranks
+  // outside node domains; then their next events. ----
 
-  void run_unit(std::size_t index) {
-    const WindowUnits::Unit& u = units_[index];
+  void run_shard(int shard) {
+    Shard& sh = shards_[shard];
+    sh.active.clear();
+    sh.heads.take_before(window_end_, sh.active);
+    sh.active_domains.clear();
+    sh.domain_heads.take_before(window_end_, sh.active_domains);
+    sh.units.form(sh.active, domains_.domain_of_rank, sh.active_domains);
+    for (std::size_t i = 0; i < sh.units.size(); ++i) run_unit(sh, sh.units[i]);
+    for (int r : sh.active) push_head(sh, r);
+    sh.next = std::min(sh.heads.min_time(), sh.domain_heads.min_time());
+  }
+
+  void run_unit(Shard& sh, const WindowUnits::Unit& u) {
     for (std::size_t k = u.begin; k < u.end; ++k) {
-      prefetch(k + 8, false);
-      prefetch(k + 4, true);
-      rank_events_.run(ranks_[units_.rank(k)], units_.rank(k), window_end_);
+      prefetch(sh.units, k + 8, false);
+      prefetch(sh.units, k + 4, true);
+      const int r = sh.units.rank(k);
+      take_inbox(r);
+      rank_events_.run(ranks_[r], r, window_end_);
     }
     // The global network's collectives' posts are counted here; the merge gets their latest.
-    std::vector<Action>& global = units_.actions(index);
     for (std::size_t k = u.begin; k < u.end; ++k) {
-      RankState& s = ranks_[units_.rank(k)];
+      RankState& s = ranks_[sh.units.rank(k)];
       for (const Action& a : s.actions) {
         const int d = domain_of(a);
         assert(d < 0 || d == u.domain);
         Action last;
         if (d >= 0) nodes_[d].actions.push_back(a);
-        else if (program_.stages[s.stage].comm[a.op] == CommKind::send) global.push_back(a);
-        else if (arrive(a, last, threads_ > 1)) global.push_back(last);
+        else if (program_.stages[s.stage].comm[a.op] == CommKind::send) sh.actions.push_back(a);
+        else if (arrive(a, last, threads_ > 1)) sh.actions.push_back(last);
       }
       s.actions.clear();
     }
-    if (u.domain >= 0) run_domain(nodes_[u.domain]);
-    for (std::size_t k = u.begin; k < u.end; ++k) {
-      const RankState& s = ranks_[units_.rank(k)];
-      units_.head(k) = s.queue.empty() ? RankHeads::kNone : s.queue.front().time;
-    }
-  }
-
-  // After the units: the global network's actions, the domains' next events and the heads of
-  // the ranks the window touched.
-  void gather_units() {
-    actions_.clear();
-    for (std::size_t i = 0; i < units_.size(); ++i) {
-      std::vector<Action>& unit = units_.actions(i);
-      actions_.insert(actions_.end(), unit.begin(), unit.end());
-      unit.clear();
-      if (units_[i].domain < 0) continue;
-      Domain& dom = nodes_[units_[i].domain];
-      for (int r : dom.touched) push_head(r);
-      dom.touched.clear();
-      const TimeNs next = network_next(dom);
-      domain_heads_.set(units_[i].domain, next == Transfers::kNever ? RankHeads::kNone : next);
-    }
-    for (std::size_t k = 0; k < units_.ranks(); ++k)
-      if (units_.head(k) != RankHeads::kNone) heads_.set(units_.rank(k), units_.head(k));
+    if (u.domain < 0) return;
+    Domain& dom = nodes_[u.domain];
+    run_domain(dom);
+    for (int r : dom.touched) push_head(sh, r);
+    dom.touched.clear();
+    const TimeNs next = network_next(dom);
+    sh.domain_heads.set(u.domain, next == Transfers::kNever ? RankHeads::kNone : next);
   }
 
   // The domain that carries an action's transfer: its node's when the transfer stays in it.
   int domain_of(const Action& a) const {
     const int d = domains_.domain_of_rank[a.rank];
     if (d < 0) return -1;
-    const StageProgram& p = program_.stages[ranks_[a.rank].stage];
+    const StageProgram& p = program_.stages[stage_of_[a.rank]];
     const Group g = p.group[a.op];
     if (p.comm[a.op] == CommKind::send) return domains_.domain_of_rank[groups_.peer(a.rank, g)] == d ? d : -1;
     return domains_.group_in_node[collective_group_index(g)][a.rank] ? d : -1;
@@ -284,6 +315,11 @@ class Simulation {
   }
 
   void merge_window() {
+    actions_.clear();
+    for (Shard& sh : shards_) {
+      actions_.insert(actions_.end(), sh.actions.begin(), sh.actions.end());
+      sh.actions.clear();
+    }
     std::sort(actions_.begin(), actions_.end(), action_order);
     for (const Action& a : actions_) {
       run_network(global_, a.time);
@@ -300,6 +336,8 @@ class Simulation {
   }
 
   void write_records() {
+    active_.clear();
+    for (const Shard& sh : shards_) active_.insert(active_.end(), sh.active.begin(), sh.active.end());
     keys_.clear();
     for (int r : active_)
       for (std::size_t i = 0; i < ranks_[r].event_records.size(); ++i)
@@ -321,7 +359,7 @@ class Simulation {
   // A node domain's action (a post or a send), or the global network's (a send, or the latest
   // post of a collective whose rendezvous the window's tasks completed).
   void apply(Domain& d, const Action& a) {
-    const StageProgram& p = program_.stages[ranks_[a.rank].stage];
+    const StageProgram& p = program_.stages[stage_of_[a.rank]];
     if (p.comm[a.op] != CommKind::send) {
       Action last;
       if (&d == &global_) launch_collective(d, a);
@@ -389,7 +427,7 @@ class Simulation {
   // the rendezvous' lock (posts of the global network's collectives, counted in the window's
   // tasks: members of one group may run on different threads).
   bool arrive(const Action& a, Action& last, bool lock) {
-    const StageProgram& p = program_.stages[ranks_[a.rank].stage];
+    const StageProgram& p = program_.stages[stage_of_[a.rank]];
     const Group g = p.group[a.op];
     const std::vector<int>& group = groups_.members(a.rank, g);
     const int leader = groups_.leader(a.rank, g);
@@ -407,7 +445,7 @@ class Simulation {
 
   // Starts the collective whose rendezvous `last` (the latest post) completed.
   void launch_collective(Domain& d, const Action& last) {
-    const StageProgram& p = program_.stages[ranks_[last.rank].stage];
+    const StageProgram& p = program_.stages[stage_of_[last.rank]];
     const Group g = p.group[last.op];
     const int leader = groups_.leader(last.rank, g);
     // The representative group's collective carries its TP copies'.
@@ -422,7 +460,7 @@ class Simulation {
   // The cost and flows of rank's collective `op` on its group led by `leader`. A group's
   // collectives repeat (the same kinds and sizes every layer), so the last few are kept per group.
   const Lowered& lowered(Domain& d, int rank, int leader, int op) {
-    const StageProgram& p = program_.stages[ranks_[rank].stage];
+    const StageProgram& p = program_.stages[stage_of_[rank]];
     const Group g = p.group[op];
     std::vector<Lowered>& kept = lowered_[collective_group_index(g)][leader];
     for (const Lowered& l : kept)
@@ -446,13 +484,41 @@ class Simulation {
 
   // A rank event caused by the network; it must lie beyond the current window (lookahead). A
   // node domain's ranks get their heads after the domains' phase.
+  // The global network's go to the rank's inbox (its own thread takes them in when it next runs
+  // the rank, so the merge writes no rank's state); op < 0 is -1 - stream: the op before the
+  // stream's cursor, found when the rank takes it in.
   void schedule_remote(Domain& d, int rank, int op, TimeNs start, TimeNs end) {
     if (end < window_end_)
       throw std::logic_error("engine: a transfer ended within the lookahead window; its latency tail is below "
                              "kLookaheadNs");
-    ranks_[rank].schedule(op, start, end, false);
-    if (&d == &global_) push_head(rank);
-    else d.touched.push_back(rank);
+    if (&d == &global_) {
+      inbox_[rank].push_back(LocalEvent{end, 0, op, start});
+      Shard& sh = shards_[shard_of_[rank]];
+      sh.heads.set(rank, std::min(sh.heads.time(rank), end));
+      sh.next = std::min(sh.next, end);
+      return;
+    }
+    take_inbox(rank);
+    deliver(rank, LocalEvent{end, 0, op, start});
+    d.touched.push_back(rank);
+  }
+
+  // Schedules the rank's deliveries from the global network, in the order they came.
+  void take_inbox(int rank) {
+    std::vector<LocalEvent>& in = inbox_[rank];
+    if (in.empty()) return;
+    for (const LocalEvent& ev : in) deliver(rank, ev);
+    in.clear();
+  }
+
+  void deliver(int rank, const LocalEvent& ev) {
+    RankState& s = ranks_[rank];
+    int op = ev.op;
+    if (op < 0) {
+      const int st = -1 - op;
+      op = program_.stages[s.stage].stream_ops[st][s.next[st] - 1];
+    }
+    s.schedule(op, ev.start, ev.time, false);
   }
 
   // Flows finished: complete the sends (and deliver their receives) and the collectives whose
@@ -478,19 +544,16 @@ class Simulation {
       // it posted, the one before the cursor of the collective's stream.
       const int st = static_cast<int>(slot.stream);
       for (int member : groups_.members(rank, slot.group)) {
-        if (fold_.shadow(member)) continue;
-        const RankState& m = ranks_[member];
-        schedule_remote(d, member, program_.stages[m.stage].stream_ops[st][m.next[st] - 1], f.start_ns, f.end_ns);
+        if (!fold_.shadow(member)) schedule_remote(d, member, -1 - st, f.start_ns, f.end_ns);
       }
       return;
     }
     schedule_remote(d, rank, slot.op, f.start_ns, f.end_ns);
     const int dst = groups_.peer(rank, slot.group);
-    RankState& receiver = ranks_[dst];
-    const StageProgram& dp = program_.stages[receiver.stage];
+    const StageProgram& dp = program_.stages[stage_of_[dst]];
     const bool from_prev = slot.group == Group::pp_next;
     const auto& list = from_prev ? dp.recv_from_prev : dp.recv_from_next;
-    int& index = from_prev ? receiver.recv_prev : receiver.recv_next;
+    int& index = recvs_delivered_[2 * static_cast<std::size_t>(dst) + (from_prev ? 0 : 1)];
     assert(index < static_cast<int>(list.size()));
     schedule_remote(d, dst, list[index++], f.start_ns, f.end_ns);
   }
@@ -524,6 +587,9 @@ class Simulation {
   int threads_;
   tbb::task_arena arena_;
   std::vector<RankState> ranks_;
+  std::vector<int> stage_of_;                   // per rank (read by the merge instead of its state)
+  std::vector<std::vector<LocalEvent>> inbox_;  // per rank: the global network's deliveries not yet scheduled
+  std::vector<int> recvs_delivered_;            // per rank: receives delivered from the previous stage, the next
   std::vector<StageOps> ops_;  // per stage
   RankEvents rank_events_;
   RankGroups groups_;
@@ -537,11 +603,10 @@ class Simulation {
   NodeDomains domains_;
   std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
-  RankHeads heads_;              // head times of the ranks not in the current window
-  RankHeads domain_heads_;       // next network event of each node domain not in the current window
-  std::vector<int> active_domains_;  // node domains with network events in the current window
-  WindowUnits units_;                // the current window's tasks
-  std::vector<int> active_;      // ranks with events in the current window, ascending
+  std::vector<Shard> shards_;    // one per thread
+  std::vector<int> shard_of_;    // per rank: its shard
+  WindowCrew crew_;
+  std::vector<int> active_;      // scratch of write_records(): the window's active ranks
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;
 };

@@ -46,6 +46,8 @@ class RankHeads {
     }
   }
 
+  TimeNs time(int rank) const { return times_[rank]; }
+
   // Sets `rank`'s head time (kNone: the rank has no pending event).
   void set(int rank, TimeNs time) {
     const TimeNs old = times_[rank];

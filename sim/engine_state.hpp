@@ -47,7 +47,6 @@ struct RankState {
   // Per stream, the sequence (engine_deps.hpp) whose next completion may let it start its next
   // op: its own while it runs an op, the one its next op is blocked on, -1 when it has no op left.
   std::array<std::int8_t, kNumStreams> waits_on{};
-  int recv_prev = 0, recv_next = 0;  // receives delivered so far, per peer direction
   std::array<int, 2> recv_done{};    // receives finished so far, from the previous and the next stage
   int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
   std::array<double, kNumMemCategories> mem{};

@@ -1,15 +1,11 @@
-// The tasks of one engine window (internal to sim/engine.cpp): a node domain's active ranks
+// The tasks of one shard's window (internal to sim/engine.cpp): a node domain's active ranks
 // (then its own network), or a few active ranks outside node domains, each task's ranks in
-// ascending order; per rank its earliest pending event after the task, per task the actions it
-// leaves for the global network.
+// ascending order.
 //
-// Thread safety: form() on one thread; then each task's entries by the thread running it.
+// Thread safety: used by the thread running its shard (engine_crew.hpp).
 #pragma once
 #include <cstddef>
 #include <vector>
-
-#include "sim/base/units.hpp"
-#include "sim/engine_state.hpp"
 
 namespace dtsim {
 
@@ -53,30 +49,21 @@ class WindowUnits {
       u.end = u.begin;
     }
     ranks_.resize(active.size());
-    heads_.resize(active.size());
     for (std::size_t i = 0; i < active.size(); ++i) ranks_[units_[unit_of_active_[i]].end++] = active[i];
     for (const Unit& u : units_)
       if (u.domain >= 0) unit_of_domain_[u.domain] = -1;
-    if (actions_.size() < units_.size()) actions_.resize(units_.size());
   }
 
   std::size_t size() const { return units_.size(); }
   const Unit& operator[](std::size_t i) const { return units_[i]; }
   std::size_t ranks() const { return ranks_.size(); }
   int rank(std::size_t k) const { return ranks_[k]; }
-  TimeNs& head(std::size_t k) { return heads_[k]; }
-  std::vector<Action>& actions(std::size_t i) { return actions_[i].actions; }
 
  private:
   std::vector<Unit> units_;
   std::vector<int> ranks_;           // the tasks' ranks
-  std::vector<TimeNs> heads_;        // per rank in ranks_: its earliest pending event after its task
   std::vector<int> unit_of_active_;  // scratch of form(): the task of each active rank
   std::vector<int> unit_of_domain_;  // per node domain: its task, -1 outside form()
-  struct alignas(64) UnitActions {   // tasks on different threads write them: a cache line each
-    std::vector<Action> actions;
-  };
-  std::vector<UnitActions> actions_;  // per task: its actions for the global network
 };
 
 }  // namespace dtsim
