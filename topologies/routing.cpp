@@ -88,8 +88,12 @@ std::uint64_t ecmp_hash(int src_gpu, int dst_gpu, VertexId at) {
 
 namespace {
 
-// Dijkstra scratch of one thread, sized to the graph; reset after each search.
+// Dijkstra scratch of one thread, sized to the graph; reset after each search (the touched
+// vertices only). It includes the heap's index of each vertex, which Boost's
+// dijkstra_shortest_paths_no_init would allocate and zero over the whole graph on every search
+// (a memset of ~2 % of the 16K step's time, 0.15 s of its 1.1 s of searches).
 struct SearchScratch {
+  std::vector<std::size_t> heap_index;
   std::vector<double> dist;
   std::vector<VertexId> pred;
   std::vector<Graph::edge_descriptor> pred_edge;
@@ -101,6 +105,7 @@ struct SearchScratch {
 SearchScratch& scratch_for(std::size_t n) {
   thread_local SearchScratch s;
   if (s.dist.size() != n) {
+    s.heap_index.assign(n, 0);
     s.dist.assign(n, std::numeric_limits<double>::infinity());
     s.pred.resize(n);
     for (VertexId v = 0; v < n; ++v) s.pred[v] = v;
@@ -172,12 +177,19 @@ RouteInfo Router::search(int src_gpu, int dst_gpu) const {
   s.touched.clear();
   s.touched.push_back(src);
   s.dist[src] = 0;
+  // What dijkstra_shortest_paths_no_init does (its 4-ary heap, visitor and breadth-first visit,
+  // so the same routes), with the heap's index map from the scratch.
+  const auto pred = boost::make_iterator_property_map(s.pred.begin(), index);
+  const auto dist = boost::make_iterator_property_map(s.dist.begin(), index);
+  const auto heap_index = boost::make_iterator_property_map(s.heap_index.begin(), index);
+  using Queue = boost::d_ary_heap_indirect<VertexId, 4, decltype(heap_index), decltype(dist), std::less<double>>;
+  Queue queue(dist, heap_index, std::less<double>());
+  boost::detail::dijkstra_bfs_visitor<SearchVisitor, Queue, decltype(weight), decltype(pred), decltype(dist),
+                                      boost::closed_plus<double>, std::less<double>>
+      visitor(SearchVisitor{{}, dst, &s.touched, &s.pred_edge}, queue, weight, pred, dist, boost::closed_plus<double>(),
+              std::less<double>(), 0.0);
   try {
-    boost::dijkstra_shortest_paths_no_init(
-        fg, src, boost::make_iterator_property_map(s.pred.begin(), index),
-        boost::make_iterator_property_map(s.dist.begin(), index), weight, index, std::less<double>(),
-        boost::closed_plus<double>(), 0.0, SearchVisitor{{}, dst, &s.touched, &s.pred_edge},
-        boost::make_iterator_property_map(s.color.begin(), index));
+    boost::breadth_first_visit(fg, &src, &src + 1, queue, visitor, boost::make_iterator_property_map(s.color.begin(), index));
   } catch (const RouteFound&) {
   }
   const bool found = s.pred[dst] != dst;
@@ -193,6 +205,7 @@ RouteInfo Router::search(int src_gpu, int dst_gpu) const {
     std::reverse(info.links.begin(), info.links.end());
   }
   for (VertexId v : s.touched) {
+    s.heap_index[v] = 0;
     s.dist[v] = std::numeric_limits<double>::infinity();
     s.pred[v] = v;
     s.color[v] = boost::white_color;
