@@ -71,7 +71,11 @@ class WindowCrew {
     published_.store(window);
     if (sleepers_.load() > 0) published_.notify_all();
     const int mine = work(0, window);
-    while (done_.load(std::memory_order_acquire) + mine != threads_) pause();
+    // A helper that claimed a task may have lost its core (more threads than cores): yield
+    // after a while rather than spin through its time slice.
+    for (int i = 0; done_.load(std::memory_order_acquire) + mine != threads_; ++i)
+      if (i < kSpins) pause();
+      else std::this_thread::yield();
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
 
