@@ -35,12 +35,6 @@ namespace {
 // base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
 // before t + kLookaheadNs. The merge phase checks it.
 constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
-// After a window with fewer active ranks and node domains than these the next runs on the
-// leader alone: handing it out costs more than its few events (BLOOM's windows hold ~30
-// events: 0.63 s on 1 thread, 1.04 s on 2 with every window handed out). Which thread runs a
-// shard never changes results.
-constexpr std::size_t kMinParallelRanks = 128;
-constexpr std::size_t kMinParallelDomains = 16;
 
 // The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
 // (each member completes the op it posted on `stream`).
@@ -96,7 +90,8 @@ class Simulation {
         peak_flops_(compute.peak_flops()),
         threads_(std::max(1, options.threads)), arena_(threads_),
         rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains),
-        groups_(program.plan, comm), global_(Transfers(graph, comm.router())), crew_(threads_) {
+        groups_(program.plan, comm), global_(Transfers(graph, comm.router())), crew_(threads_),
+        parallel_from_ranks_(options.parallel_from_ranks) {
     const int n = plan_.num_ranks();
     if (options.tp_symmetric && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty())
       fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
@@ -188,16 +183,13 @@ class Simulation {
 
  private:
   void run_windows() {
-    bool parallel = true;
+    const bool parallel = plan_.num_ranks() >= parallel_from_ranks_;
     while (true) {
       TimeNs t = network_next(global_);
       for (const Shard& sh : shards_) t = std::min(t, sh.next);
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
       crew_.run_window(parallel);
-      std::size_t ranks = 0, domains = 0;
-      for (const Shard& sh : shards_) ranks += sh.active.size(), domains += sh.active_domains.size();
-      parallel = ranks >= kMinParallelRanks || domains >= kMinParallelDomains;
       merge_window();
     }
   }
@@ -606,6 +598,14 @@ class Simulation {
   std::vector<Shard> shards_;    // one per thread
   std::vector<int> shard_of_;    // per rank: its shard
   WindowCrew crew_;
+  // Steps of fewer ranks run every window on the leader alone (the shards in turn): their
+  // windows hold too few events to pay for handing them out (BLOOM, 384 ranks, ~30 events a
+  // window: 0.63 s on 1 thread, 1.04 s on 2 with its windows handed out; Llama 3 405B at 1K
+  // GPUs 0.42 against 0.55 s). Choosing per window from the previous window's size was worse at
+  // 4K and 16K GPUs (1.60 against 1.49 s, 6.2 against 5.6 s on 2 threads): a window on the
+  // leader moves the other shards' states to its core and the next parallel window moves them
+  // back.
+  int parallel_from_ranks_;
   std::vector<int> active_;      // scratch of write_records(): the window's active ranks
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;

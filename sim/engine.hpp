@@ -42,6 +42,9 @@ struct EngineOptions {
   // With tp_symmetric: runs one rank per TP group for all of them; same results from 1/tp the
   // events. Ignored also with every rank traced.
   bool fold_tp = false;
+  // Steps of fewer ranks run each window's shards on the calling thread in turn (their windows
+  // are too small to hand out; engine.cpp); same results. Tests set 0 to hand out every window.
+  int parallel_from_ranks = 2048;
 };
 
 struct EngineResult {

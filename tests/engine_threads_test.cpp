@@ -30,7 +30,10 @@ Scenario load(const std::string& file, std::vector<std::string> overrides) {
   return load_scenario(file.empty() ? "" : std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
 }
 
+// Every window is handed out to the threads, however small the step (the engine's default runs
+// small steps' windows on one thread; the test below checks that too).
 Run simulate(Scenario sc, EngineOptions options) {
+  options.parallel_from_ranks = 0;
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const Program program = build_program(sc.model, sc.plan);
@@ -109,6 +112,19 @@ TEST_CASE("every shipped scenario gives identical results and trace rows on 1 an
     CHECK(one.result.summary.events > 0);
     check_same(one, three);
   }
+}
+
+TEST_CASE("a small step's windows on the calling thread give what handed-out windows give", "[engine][threads]") {
+  const Scenario sc = load("bloom-176b.ini", {});
+  const ClusterGraph graph = make_cluster(sc);
+  const Program program = build_program(sc.model, sc.plan);
+  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol);
+  REQUIRE(graph.num_gpus() < EngineOptions{}.parallel_from_ranks);
+  EngineOptions options;
+  options.threads = 2;
+  Run on_leader;
+  on_leader.result = engine.run(&on_leader.sink, sc.trace_detail, options);
+  check_same(simulate(sc, 2), on_leader);
 }
 
 // For each (scenario file, overrides): the two runs `both` makes of it give the same results.
