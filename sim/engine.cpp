@@ -90,7 +90,8 @@ class Simulation {
         peak_flops_(compute.peak_flops()),
         threads_(std::max(1, options.threads)), arena_(threads_),
         rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains),
-        groups_(program.plan, comm), global_(Transfers(graph, comm.router())), crew_(threads_),
+        groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
+        crew_(threads_, threads_ * kShardsPerThread),
         parallel_from_ranks_(options.parallel_from_ranks) {
     const int n = plan_.num_ranks();
     if (options.tp_symmetric && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty())
@@ -127,19 +128,21 @@ class Simulation {
     std::vector<char> owned(graph.num_links(), 0);
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
-    for (int t = 0; t < threads_; ++t) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
-    // Shards own node domains, and ranks outside them, in threads x pp contiguous blocks dealt
+    for (int k = 0; k < threads_ * kShardsPerThread; ++k) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
+    // Threads own node domains, and ranks outside them, in threads x pp contiguous blocks dealt
     // round robin: with the pipeline stage outermost in the rank order each thread owns a
     // contiguous share of every stage (the DP replicas reach the same point of the step
     // together). Finer blocks cost more than balance gains: at 16K GPUs blocks of 8 nodes gave
     // each thread 3.6-5.0 s of work against 2.7-2.8 s with blocks of 64 (2,048 / (2 x 16)).
+    // A thread's blocks are dealt round robin again to its kShardsPerThread shards.
     const int blocks = threads_ * plan_.pp;
     const int nodes_per_block = std::max<int>(1, (static_cast<int>(nodes_.size()) + blocks - 1) / blocks);
     const int ranks_per_block = std::max(1, (n + blocks - 1) / blocks);
     shard_of_.resize(n);
     for (int r = 0; r < n; ++r) {
       const int d = domains_.domain_of_rank[r];
-      shard_of_[r] = (d >= 0 ? d / nodes_per_block : r / ranks_per_block) % threads_;
+      const int block = d >= 0 ? d / nodes_per_block : r / ranks_per_block;
+      shard_of_[r] = block % threads_ * kShardsPerThread + block / threads_ % kShardsPerThread;
       if (fold_.shadow(r)) continue;
       shards_[shard_of_[r]].heads.set(r, 0);
       shards_[shard_of_[r]].next = 0;
@@ -595,7 +598,10 @@ class Simulation {
   NodeDomains domains_;
   std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
-  std::vector<Shard> shards_;    // one per thread
+  // Shards per thread: what a thread done with its own window's shards can take from another's
+  // (engine_crew.hpp). More cost a scan of every rank head block per shard and window.
+  static constexpr int kShardsPerThread = 4;
+  std::vector<Shard> shards_;    // kShardsPerThread per thread, in the crew's task order
   std::vector<int> shard_of_;    // per rank: its shard
   WindowCrew crew_;
   // Steps of fewer ranks run every window on the leader alone (the shards in turn): their

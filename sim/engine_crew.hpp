@@ -1,9 +1,14 @@
 // The threads that run the engine's windows (internal to sim/engine.cpp): the calling thread
 // leads (it runs the sequential merge and hands out each window), and threads - 1 helpers, TBB
 // tasks of the engine's arena started once per step, wait between windows by spinning instead
-// of being forked and joined per window. Each window has one task per thread, the shard of
-// ranks and node domains that thread owns, so a rank's state stays in one core's cache for the
-// whole step.
+// of being forked and joined per window. Each window has a task per shard of ranks and node
+// domains; every thread owns an equal contiguous part of the shards and runs those first, so a
+// rank's state mostly stays in one core's cache for the whole step; a thread done with its own
+// takes the others' not yet claimed, from the end of their parts. The taking matters where the
+// cores are not equally fast: on the development VM one of the two vCPUs ran single-threaded
+// work 1.5x slower than the other (2.42-2.57 against 1.61-1.62 s, pinned with taskset), and
+// with one shard per thread every window waited for the slow one (16K GPUs: 1.31x from 1 to 2
+// threads).
 //
 // Why: a 16K-GPU step has ~78 K windows of ~30-60 µs of work. On the 2-core development VM a
 // cache line written on one core costs ~200 ns to read on the other (430 ns round trip,
@@ -26,6 +31,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -35,10 +41,13 @@ class WindowCrew {
  public:
   using Task = void (*)(void* context, int task);
 
-  explicit WindowCrew(int threads) : threads_(threads), claimed_(std::make_unique<Claim[]>(threads)) {}
+  // `tasks` >= `threads`: every thread needs a task of its own.
+  WindowCrew(int threads, int tasks) : threads_(threads), tasks_(tasks), claimed_(std::make_unique<Claim[]>(tasks)) {
+    if (threads < 1 || tasks < threads) throw std::invalid_argument("WindowCrew: every thread needs a task of its own");
+  }
 
   // Runs lead() on this thread while the helpers wait for the windows lead() hands out with
-  // run_window(); every window runs task(context, k) for k in [0, threads).
+  // run_window(); every window runs task(context, k) for k in [0, tasks).
   template <class Lead>
   void run(tbb::task_arena& arena, Task task, void* context, Lead&& lead) {
     task_ = task;
@@ -63,7 +72,7 @@ class WindowCrew {
   // threw. With `parallel` false the leader runs them all, in order.
   void run_window(bool parallel) {
     if (threads_ == 1 || !parallel) {
-      for (int k = 0; k < threads_; ++k) task_(context_, k);
+      for (int k = 0; k < tasks_; ++k) task_(context_, k);
       return;
     }
     const std::uint32_t window = ++window_;
@@ -73,7 +82,7 @@ class WindowCrew {
     const int mine = work(0, window);
     // A helper that claimed a task may have lost its core (more threads than cores): yield
     // after a while rather than spin through its time slice.
-    for (int i = 0; done_.load(std::memory_order_acquire) + mine != threads_; ++i)
+    for (int i = 0; done_.load(std::memory_order_acquire) + mine != tasks_; ++i)
       if (i < kSpins) pause();
       else std::this_thread::yield();
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
@@ -90,12 +99,15 @@ class WindowCrew {
     return claimed_[task].window.compare_exchange_strong(previous, window);
   }
 
-  // Runs the tasks this thread claims in `window`, its own first; returns how many.
+  // Thread t's own tasks: [first_task(t), first_task(t + 1)).
+  int first_task(int thread) const { return static_cast<int>(static_cast<long>(tasks_) * thread / threads_); }
+
+  // Runs the tasks this thread claims in `window`: its own, then the other threads' from the end
+  // of their parts (where their owners come last); returns how many.
   int work(int self, std::uint32_t window) {
     int count = 0;
-    for (int k = 0; k < threads_; ++k) {
-      const int task = (self + k) % threads_;
-      if (!claim(task, window)) continue;
+    auto attempt = [&](int task) {
+      if (!claim(task, window)) return;
       try {
         task_(context_, task);
       } catch (...) {
@@ -103,6 +115,11 @@ class WindowCrew {
         if (!error_) error_ = std::current_exception();
       }
       ++count;
+    };
+    for (int task = first_task(self); task < first_task(self + 1); ++task) attempt(task);
+    for (int k = 1; k < threads_; ++k) {
+      const int other = (self + k) % threads_;
+      for (int task = first_task(other + 1) - 1; task >= first_task(other); --task) attempt(task);
     }
     return count;
   }
@@ -137,6 +154,7 @@ class WindowCrew {
   };
 
   int threads_;
+  int tasks_;
   std::unique_ptr<Claim[]> claimed_;
   Task task_ = nullptr;
   void* context_ = nullptr;

@@ -47,6 +47,7 @@ class FlowNetwork {
  private:
   struct Flow {
     std::vector<int> links;  // capacity kept when the id is reused
+    std::vector<int> slots;  // per hop: its entry's index in link_flows_[links[hop]]
     double size = 0;
     double remaining = 0;  // as of `updated_at`
     double rate = 0;
@@ -69,7 +70,10 @@ class FlowNetwork {
   void couple_overfilled(const std::vector<int>& flows);
 
   std::vector<double> capacity_;
-  std::vector<std::vector<int>> link_flows_;  // active flow ids per link, in insertion order
+  // Per link: its active flows' ids, one entry per hop that crosses it (in no particular order:
+  // a removed entry's slot takes the list's last), and each entry's hop index on its flow.
+  std::vector<std::vector<int>> link_flows_;
+  std::vector<std::vector<int>> link_hop_;
   std::vector<double> link_bytes_;
   std::vector<double> link_busy_s_;  // closed busy intervals
   std::vector<TimeNs> busy_since_;   // start of the open busy interval (link has flows)

@@ -32,7 +32,7 @@ TEST_CASE("the crew runs every task once per window, parallel or not", "[threads
   for (int threads : {1, 2, 8}) {
     CAPTURE(threads);
     tbb::task_arena arena(threads);
-    WindowCrew crew(threads);
+    WindowCrew crew(threads, threads);
     Counts c;
     c.runs.assign(threads, 0);
     const int windows = 2000;
@@ -48,7 +48,7 @@ TEST_CASE("the crew runs every task once per window, parallel or not", "[threads
 
 TEST_CASE("a task's exception reaches the crew's caller", "[threads][engine]") {
   tbb::task_arena arena(2);
-  WindowCrew crew(2);
+  WindowCrew crew(2, 2);
   Counts c;
   c.runs.assign(2, 0);
   c.throw_at = 700;

@@ -6,7 +6,10 @@
 // vertex/edge order.
 // A route crosses only fabric devices (node -1) and the devices of its two end nodes, never the
 // inside of a third node; the search stops when the destination is settled and resets only the
-// vertices it touched, so a route costs the size of the fabric, not of the whole cluster.
+// vertices it touched, so a route costs the size of the fabric, not of the whole cluster. Leaf
+// switches (at most one fabric neighbour) that serve neither end node are skipped as well: no
+// shortest path crosses one (it would enter and leave by the same neighbour), and without them a
+// route across a 16K-GPU three-tier Clos settles a few dozen vertices instead of its ~1,000 ToRs.
 // Routes are computed on first request and cached per (src, dst) pair under a mutex; the
 // searches themselves run outside it, on per-thread scratch, so threads search in parallel.
 #include "topologies/routing.hpp"
@@ -60,13 +63,17 @@ struct SearchVisitor : boost::default_dijkstra_visitor {
   }
 };
 
-// Vertices a route between two nodes may cross: fabric devices and the two nodes' own.
+// Vertices a route between two nodes may cross: fabric devices and the two nodes' own, less the
+// leaf switches that serve neither node (those in `leaf` and not in `leaf_allowed`).
 struct RouteDevices {
-  const std::vector<int>* node_of = nullptr;  // Router::node_of_
+  const std::vector<int>* node_of = nullptr;     // Router::node_of_
+  const std::vector<char>* leaf = nullptr;       // Router::leaf_
+  const std::vector<char>* leaf_allowed = nullptr;  // the search's scratch
   int src_node = -1, dst_node = -1;
   bool operator()(VertexId v) const {
     const int node = (*node_of)[v];
-    return node < 0 || node == src_node || node == dst_node;
+    if (node >= 0) return node == src_node || node == dst_node;
+    return !(*leaf)[v] || (*leaf_allowed)[v];
   }
 };
 
@@ -100,6 +107,7 @@ struct SearchScratch {
   std::vector<boost::default_color_type> color;
   std::vector<VertexId> touched;
   std::vector<Graph::edge_descriptor> candidates;
+  std::vector<char> leaf_allowed;  // the leaf switches of the search's end nodes (and its ends)
 };
 
 SearchScratch& scratch_for(std::size_t n) {
@@ -111,6 +119,7 @@ SearchScratch& scratch_for(std::size_t n) {
     for (VertexId v = 0; v < n; ++v) s.pred[v] = v;
     s.pred_edge.resize(n);
     s.color.assign(n, boost::white_color);
+    s.leaf_allowed.assign(n, 0);
   }
   return s;
 }
@@ -136,7 +145,29 @@ Graph::edge_descriptor ecmp_choice(const Graph& g, const FilteredGraph& fg, Sear
 
 Router::Router(const ClusterGraph& graph) : graph_(graph) {
   const Graph& g = graph.graph();
-  for (VertexId v = 0; v < boost::num_vertices(g); ++v) node_of_.push_back(g[v].node);
+  const std::size_t n = boost::num_vertices(g);
+  for (VertexId v = 0; v < n; ++v) node_of_.push_back(g[v].node);
+  node_leaves_.resize(graph.num_nodes());
+  leaf_.assign(n, 0);
+  std::vector<VertexId> fabric_neighbours, served;
+  for (VertexId v = 0; v < n; ++v) {
+    if (node_of_[v] >= 0) continue;
+    fabric_neighbours.clear();
+    served.clear();
+    const auto note = [&](VertexId u) {
+      if (u == v) return;
+      if (node_of_[u] < 0) fabric_neighbours.push_back(u);
+      else served.push_back(static_cast<VertexId>(node_of_[u]));
+    };
+    for (auto e : boost::make_iterator_range(boost::out_edges(v, g))) note(boost::target(e, g));
+    for (auto e : boost::make_iterator_range(boost::in_edges(v, g))) note(boost::source(e, g));
+    std::sort(fabric_neighbours.begin(), fabric_neighbours.end());
+    if (std::unique(fabric_neighbours.begin(), fabric_neighbours.end()) - fabric_neighbours.begin() > 1) continue;
+    leaf_[v] = 1;
+    std::sort(served.begin(), served.end());
+    served.erase(std::unique(served.begin(), served.end()), served.end());
+    for (VertexId node : served) node_leaves_[node].push_back(v);
+  }
 }
 
 const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
@@ -168,9 +199,15 @@ RouteInfo Router::search(int src_gpu, int dst_gpu) const {
   info.bottleneck_bytes_per_s = std::numeric_limits<double>::infinity();
   if (src == dst) return info;
   SearchScratch& s = scratch_for(boost::num_vertices(g));
-  // Only fabric devices (node -1) and the two end nodes' devices may carry the route.
-  const boost::filtered_graph<Graph, boost::keep_all, RouteDevices> fg(g, boost::keep_all(),
-                                                                        RouteDevices{&node_of_, g[src].node, g[dst].node});
+  // Only fabric devices (node -1) and the two end nodes' devices may carry the route, and of the
+  // leaf switches only the end nodes' (or the ends themselves, where a GPU is a fabric device).
+  s.leaf_allowed[src] = s.leaf_allowed[dst] = 1;
+  for (int node : {g[src].node, g[dst].node}) {
+    if (node < 0) continue;
+    for (VertexId leaf : node_leaves_[node]) s.leaf_allowed[leaf] = 1;
+  }
+  const boost::filtered_graph<Graph, boost::keep_all, RouteDevices> fg(
+      g, boost::keep_all(), RouteDevices{&node_of_, &leaf_, &s.leaf_allowed, g[src].node, g[dst].node});
   const auto index = boost::get(boost::vertex_index, g);
   auto weight = boost::make_function_property_map<Graph::edge_descriptor, double>(
       [&g](Graph::edge_descriptor e) { return link_weight(g, e); });
@@ -203,6 +240,11 @@ RouteInfo Router::search(int src_gpu, int dst_gpu) const {
       info.latency_ns += link.latency_ns;
     }
     std::reverse(info.links.begin(), info.links.end());
+  }
+  s.leaf_allowed[src] = s.leaf_allowed[dst] = 0;
+  for (int node : {g[src].node, g[dst].node}) {
+    if (node < 0) continue;
+    for (VertexId leaf : node_leaves_[node]) s.leaf_allowed[leaf] = 0;
   }
   for (VertexId v : s.touched) {
     s.heap_index[v] = 0;

@@ -1,7 +1,7 @@
 // Routes between GPUs: shortest paths over the cluster graph (fewest hops, ties broken by the
 // lower total latency, then between equal switches by a deterministic ECMP hash of the GPU pair,
-// else by vertex order), through fabric devices and the two end nodes only, computed once per
-// pair and cached.
+// else by vertex order), through fabric devices and the two end nodes only (and through a leaf
+// switch only where it serves one of them), computed once per pair and cached.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -42,6 +42,11 @@ class Router {
 
   const ClusterGraph& graph_;
   std::vector<int> node_of_;  // per vertex: Device::node, flat (searches test it for every edge they examine)
+  // Per vertex: 1 for a leaf switch, a fabric device with at most one fabric neighbour (a ToR
+  // under one pod vertex, a leaf under a collapsed spine). A simple path can cross it only from
+  // or to a device of a node it serves, so a search skips the leaves that serve neither end node.
+  std::vector<char> leaf_;
+  std::vector<std::vector<VertexId>> node_leaves_;  // per node index: the leaf switches its devices link to
   mutable std::mutex mutex_;
   // Cached routes (a deque keeps references stable); per source GPU, (destination, route)
   // sorted by destination: a route lookup reads one small contiguous list, not a hash node.
