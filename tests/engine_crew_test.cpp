@@ -28,22 +28,31 @@ void count(void* context, int task) {
 }  // namespace
 
 TEST_CASE("the crew runs every task once per window, parallel or not", "[threads][engine]") {
-  // 8 threads on a machine that may lend fewer workers: the leader claims what is left.
-  for (int threads : {1, 2, 8}) {
-    CAPTURE(threads);
-    tbb::task_arena arena(threads);
-    WindowCrew crew(threads, threads);
-    Counts c;
-    c.runs.assign(threads, 0);
-    const int windows = 2000;
-    crew.run(arena, count, &c, [&] {
-      for (c.window = 0; c.window < windows; ++c.window) {
-        crew.run_window(c.window % 3 != 0);  // every third window on the leader alone
-        for (int k = 0; k < threads; ++k) REQUIRE(c.runs[k] == c.window + 1);
-      }
-    });
-    for (int k = 0; k < threads; ++k) CHECK(c.runs[k] == windows);
-  }
+  // 8 threads on a machine that may lend fewer workers: the leader claims what is left. With
+  // more tasks than threads, threads done with their own take the others'.
+  for (int threads : {1, 2, 8})
+    for (int per_thread : {1, 4}) {
+      const int tasks = threads * per_thread + (per_thread > 1 ? 1 : 0);  // parts of unequal size too
+      CAPTURE(threads, tasks);
+      tbb::task_arena arena(threads);
+      WindowCrew crew(threads, tasks);
+      Counts c;
+      c.runs.assign(tasks, 0);
+      const int windows = 2000;
+      crew.run(arena, count, &c, [&] {
+        for (c.window = 0; c.window < windows; ++c.window) {
+          crew.run_window(c.window % 3 != 0);  // every third window on the leader alone
+          for (int k = 0; k < tasks; ++k) REQUIRE(c.runs[k] == c.window + 1);
+        }
+      });
+      for (int k = 0; k < tasks; ++k) CHECK(c.runs[k] == windows);
+    }
+}
+
+TEST_CASE("a crew needs a task per thread", "[threads][engine]") {
+  CHECK_THROWS_AS(WindowCrew(4, 3), std::invalid_argument);
+  CHECK_THROWS_AS(WindowCrew(0, 3), std::invalid_argument);
+  CHECK_NOTHROW(WindowCrew(3, 3));
 }
 
 TEST_CASE("a task's exception reaches the crew's caller", "[threads][engine]") {
