@@ -14,6 +14,8 @@ FlowNetwork::FlowNetwork(std::vector<double> link_bytes_per_s)
     : capacity_(std::move(link_bytes_per_s)),
       link_flows_(capacity_.size()),
       link_hop_(capacity_.size()),
+      crossings_(capacity_.size(), 0),
+      hop_of_link_(capacity_.size(), -1),
       link_bytes_(capacity_.size(), 0.0),
       link_busy_s_(capacity_.size(), 0.0),
       busy_since_(capacity_.size(), 0),
@@ -40,7 +42,8 @@ void FlowNetwork::set_rate(int id, double rate) {
   if (rate == f.rate) return;
   f.remaining = remaining_now(f);
   f.updated_at = now_;
-  for (int l : f.links) load_[l] += rate - f.rate;
+  for (const Hop& h : f.hops)
+    for (int k = 0; k < h.crossings; ++k) load_[h.link] += rate - f.rate;
   f.rate = rate;
   schedule(id);
 }
@@ -144,24 +147,29 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
   f.finish = kNever;
   f.active = true;
   ++active_;
-  f.links.clear();
+  f.hops.clear();
   if (links.empty() || bytes <= 0) {
     f.remaining = 0;  // finishes at once; occupies no link
     schedule(id);
     return id;
   }
   f.remaining = bytes;
-  f.links.assign(links.begin(), links.end());
-  f.slots.resize(f.links.size());
-  for (std::size_t i = 0; i < f.links.size(); ++i) {
-    const int l = f.links[i];
+  for (int l : links) {
     assert(l >= 0 && l < static_cast<int>(capacity_.size()));
+    if (hop_of_link_[l] >= 0) {  // crossed again
+      ++f.hops[hop_of_link_[l]].crossings;
+      ++crossings_[l];
+      continue;
+    }
+    hop_of_link_[l] = static_cast<int>(f.hops.size());
     if (link_flows_[l].empty()) busy_since_[l] = now_;
-    f.slots[i] = static_cast<int>(link_flows_[l].size());
+    f.hops.push_back(Hop{l, 1, static_cast<int>(link_flows_[l].size())});
     link_flows_[l].push_back(id);
-    link_hop_[l].push_back(static_cast<int>(i));
+    link_hop_[l].push_back(hop_of_link_[l]);
+    ++crossings_[l];
     if (coupling_[l]) mark_dirty(l);
   }
+  for (const Hop& h : f.hops) hop_of_link_[h.link] = -1;
   dirty_flows_.push_back(id);
   return id;
 }
@@ -187,7 +195,8 @@ void FlowNetwork::solve_component() {
     if (flow_seen_[f]) return;
     flow_seen_[f] = 1;
     comp_flows_.push_back(f);
-    for (int l : flows_[f].links) {
+    for (const Hop& h : flows_[f].hops) {
+      const int l = h.link;
       if (coupling_[l] && !link_seen_[l]) {
         link_seen_[l] = 1;
         comp_links_.push_back(l);
@@ -214,8 +223,8 @@ void FlowNetwork::solve_component() {
 
 void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
   for (int f : flows)
-    for (int l : flows_[f].links)
-      if (!coupling_[l] && load_[l] > capacity_[l] * (1 - 1e-9)) {
+    for (const Hop& h : flows_[f].hops)
+      if (const int l = h.link; !coupling_[l] && load_[l] > capacity_[l] * (1 - 1e-9)) {
         coupling_[l] = 1;
         mark_dirty(l);
       }
@@ -231,15 +240,15 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
   for (std::size_t i = 0; i < links.size(); ++i) {
     const int l = links[i];
     residual_[l] = capacity_[l];
-    unfixed_[l] = static_cast<int>(link_flows_[l].size());
+    unfixed_[l] = crossings_[l];
     link_pos_[l] = static_cast<int>(i);
     if (unfixed_[l] > 0) heap_.emplace_back(residual_[l] / unfixed_[l], static_cast<int>(i));
   }
   bound_.resize(flows.size());
   for (std::size_t i = 0; i < flows.size(); ++i) {
     double bound = std::numeric_limits<double>::infinity();
-    for (int l : flows_[flows[i]].links)
-      if (!coupling_[l]) bound = std::min(bound, capacity_[l]);
+    for (const Hop& h : flows_[flows[i]].hops)
+      if (!coupling_[h.link]) bound = std::min(bound, capacity_[h.link]);
     bound_[i] = bound;
     if (bound < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound, -1 - static_cast<int>(i));
     fixed_[flows[i]] = 0;
@@ -250,10 +259,12 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     fixed_[f] = 1;
     --left;
     set_rate(f, share);
-    for (int l : flows_[f].links) {
+    for (const Hop& h : flows_[f].hops) {
+      const int l = h.link;
       if (!coupling_[l]) continue;
-      residual_[l] = std::max(0.0, residual_[l] - share);
-      --unfixed_[l];
+      // Each crossing takes the share (as k flows would, one subtraction each).
+      for (int k = 0; k < h.crossings; ++k) residual_[l] = std::max(0.0, residual_[l] - share);
+      unfixed_[l] -= h.crossings;
       if (l != best && unfixed_[l] > 0) {
         heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
@@ -289,11 +300,12 @@ void FlowNetwork::fill_single(const std::vector<int>& flows, const std::vector<i
   if (!flows.empty()) {
     const int f = flows.front();
     double share = std::numeric_limits<double>::infinity();
-    for (int l : flows_[f].links)
-      share = std::min(share, coupling_[l] ? capacity_[l] / static_cast<double>(link_flows_[l].size()) : capacity_[l]);
+    for (const Hop& h : flows_[f].hops)
+      share = std::min(share, coupling_[h.link] ? capacity_[h.link] / static_cast<double>(crossings_[h.link]) : capacity_[h.link]);
     set_rate(f, share);
-    for (int l : flows_[f].links)
-      if (coupling_[l]) residual_[l] = std::max(0.0, residual_[l] - share);
+    for (const Hop& h : flows_[f].hops)
+      if (coupling_[h.link])
+        for (int k = 0; k < h.crossings; ++k) residual_[h.link] = std::max(0.0, residual_[h.link] - share);
   }
   for (int l : links)
     if (residual_[l] > 1e-6 * capacity_[l]) coupling_[l] = 0;
@@ -321,19 +333,21 @@ void FlowNetwork::remove_flow(int id) {
   f.finish = kNever;
   heap_erase(id);
   // Each hop's entry leaves its link's list in O(1): the list's last entry takes its slot (a pod
-  // uplink of the 16K step carries hundreds of flows; erasing by search cost 6 % of the step).
-  for (std::size_t i = 0; i < f.links.size(); ++i) {
-    const int l = f.links[i];
+  // uplink of the 16K step carries hundreds of flows).
+  for (const Hop& h : f.hops) {
+    const int l = h.link;
     std::vector<int>& on_link = link_flows_[l];
     std::vector<int>& hop = link_hop_[l];
-    const int slot = f.slots[i];
-    on_link[slot] = on_link.back();
-    hop[slot] = hop.back();
-    flows_[on_link[slot]].slots[hop[slot]] = slot;
+    on_link[h.slot] = on_link.back();
+    hop[h.slot] = hop.back();
+    flows_[on_link[h.slot]].hops[hop[h.slot]].slot = h.slot;
     on_link.pop_back();
     hop.pop_back();
-    link_bytes_[l] += f.size;
-    load_[l] -= f.rate;
+    crossings_[l] -= h.crossings;
+    for (int k = 0; k < h.crossings; ++k) {
+      link_bytes_[l] += f.size;
+      load_[l] -= f.rate;
+    }
     // Other flows can only gain where the link couples them; a relaxed link bound none.
     if (coupling_[l]) mark_dirty(l);
     if (on_link.empty()) {

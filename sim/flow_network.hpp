@@ -45,9 +45,15 @@ class FlowNetwork {
   double link_busy_seconds(int link) const;
 
  private:
+  // A distinct link of a flow's route: a route that crosses a link k times (a ring's hops, the
+  // TP copies a flow carries) holds it once, with k crossings, and shares it as k flows would.
+  struct Hop {
+    int link;
+    int crossings;
+    int slot;  // its entry's index in link_flows_[link]
+  };
   struct Flow {
-    std::vector<int> links;  // capacity kept when the id is reused
-    std::vector<int> slots;  // per hop: its entry's index in link_flows_[links[hop]]
+    std::vector<Hop> hops;  // in first-crossing order; capacity kept when the id is reused
     double size = 0;
     double remaining = 0;  // as of `updated_at`
     double rate = 0;
@@ -70,10 +76,13 @@ class FlowNetwork {
   void couple_overfilled(const std::vector<int>& flows);
 
   std::vector<double> capacity_;
-  // Per link: its active flows' ids, one entry per hop that crosses it (in no particular order:
-  // a removed entry's slot takes the list's last), and each entry's hop index on its flow.
+  // Per link: its active flows' ids, one entry per flow (in no particular order: a removed
+  // entry's slot takes the list's last), each entry's hop index on its flow, and the flows'
+  // crossings of the link in all.
   std::vector<std::vector<int>> link_flows_;
   std::vector<std::vector<int>> link_hop_;
+  std::vector<int> crossings_;
+  std::vector<int> hop_of_link_;  // scratch of add_flow: a link's hop on the new flow, -1 none
   std::vector<double> link_bytes_;
   std::vector<double> link_busy_s_;  // closed busy intervals
   std::vector<TimeNs> busy_since_;   // start of the open busy interval (link has flows)

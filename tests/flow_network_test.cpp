@@ -226,3 +226,38 @@ TEST_CASE("relaxed links give the same rates as a fully coupled solve on a chain
   CHECK(net.rate(f3) == Approx(3.5));
   CHECK(net.rate(f4) == Approx(8.5));
 }
+
+TEST_CASE("a flow crossing a link k times shares it as k flows would", "[flow]") {
+  // Link 0 (120 B/s) carries flow a twice (a ring's two hops) and flow b once: three crossings,
+  // 40 B/s each, so a moves at 40 B/s (its two crossings at that rate use 80) and b at 40 B/s.
+  // Link 1 (1000 B/s) is a's alone and binds nothing.
+  FlowNetwork net({120.0, 1000.0});
+  const std::vector<int> ring = {0, 1, 0}, once = {0};
+  const int a = net.add_flow(ring, 400.0, 0);
+  const int b = net.add_flow(once, 800.0, 0);
+  net.solve();
+  CHECK(net.rate(a) == Approx(40.0));
+  CHECK(net.rate(b) == Approx(40.0));
+  // a ends at 10 s; b, with 400 B left, then has the link alone: 120 B/s, 10/3 s more.
+  auto [t, id] = net.next_completion();
+  CHECK(id == a);
+  CHECK(t == seconds_to_ns(10.0));
+  CHECK(step(net, t) == std::vector<int>{a});
+  CHECK(net.rate(b) == Approx(120.0));
+  CHECK(net.link_bytes(0) == Approx(800.0));  // a's 400 B, crossing twice
+  CHECK(net.link_bytes(1) == Approx(400.0));
+  // A flow crossing a link alone k times gets capacity / k (250 B/s: 1 s for 250 B, before b's
+  // 10/3 s); removal leaves the link empty.
+  const int c = net.add_flow(std::vector<int>{1, 1, 1, 1}, 250.0, t);
+  net.solve();
+  CHECK(net.rate(c) == Approx(250.0));
+  std::tie(t, id) = net.next_completion();
+  CHECK(id == c);
+  CHECK(t == seconds_to_ns(11.0));
+  step(net, t);
+  std::tie(t, id) = net.next_completion();
+  CHECK(id == b);
+  step(net, t);
+  CHECK(net.active_flows() == 0);
+  CHECK(net.link_bytes(1) == Approx(400.0 + 4 * 250.0));
+}
