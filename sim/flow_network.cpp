@@ -11,21 +11,16 @@
 namespace dtsim {
 
 FlowNetwork::FlowNetwork(std::vector<double> link_bytes_per_s)
-    : capacity_(std::move(link_bytes_per_s)),
-      link_flows_(capacity_.size()),
-      link_hop_(capacity_.size()),
-      crossings_(capacity_.size(), 0),
-      hop_of_link_(capacity_.size(), -1),
-      link_bytes_(capacity_.size(), 0.0),
-      link_busy_s_(capacity_.size(), 0.0),
-      busy_since_(capacity_.size(), 0),
-      link_dirty_(capacity_.size(), 0),
-      coupling_(capacity_.size(), 0),
-      load_(capacity_.size(), 0.0),
-      link_seen_(capacity_.size(), 0),
-      residual_(capacity_.size(), 0.0),
-      unfixed_(capacity_.size(), 0),
-      link_pos_(capacity_.size(), 0) {}
+    : links_(link_bytes_per_s.size()),
+      link_busy_s_(link_bytes_per_s.size(), 0.0),
+      hop_of_link_(link_bytes_per_s.size(), -1),
+      link_dirty_(link_bytes_per_s.size(), 0),
+      link_seen_(link_bytes_per_s.size(), 0),
+      residual_(link_bytes_per_s.size(), 0.0),
+      unfixed_(link_bytes_per_s.size(), 0),
+      link_pos_(link_bytes_per_s.size(), 0) {
+  for (std::size_t l = 0; l < links_.size(); ++l) links_[l].capacity = link_bytes_per_s[l];
+}
 
 double FlowNetwork::remaining_now(const Flow& f) const {
   if (f.rate <= 0 || now_ <= f.updated_at) return f.remaining;
@@ -43,7 +38,7 @@ void FlowNetwork::set_rate(int id, double rate) {
   f.remaining = remaining_now(f);
   f.updated_at = now_;
   for (const Hop& h : f.hops)
-    for (int k = 0; k < h.crossings; ++k) load_[h.link] += rate - f.rate;
+    for (int k = 0; k < h.crossings; ++k) links_[h.link].load += rate - f.rate;
   f.rate = rate;
   schedule(id);
 }
@@ -155,19 +150,18 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
   }
   f.remaining = bytes;
   for (int l : links) {
-    assert(l >= 0 && l < static_cast<int>(capacity_.size()));
+    assert(l >= 0 && l < num_links());
+    LinkState& link = links_[l];
+    ++link.crossings;
     if (hop_of_link_[l] >= 0) {  // crossed again
       ++f.hops[hop_of_link_[l]].crossings;
-      ++crossings_[l];
       continue;
     }
     hop_of_link_[l] = static_cast<int>(f.hops.size());
-    if (link_flows_[l].empty()) busy_since_[l] = now_;
-    f.hops.push_back(Hop{l, 1, static_cast<int>(link_flows_[l].size())});
-    link_flows_[l].push_back(id);
-    link_hop_[l].push_back(hop_of_link_[l]);
-    ++crossings_[l];
-    if (coupling_[l]) mark_dirty(l);
+    if (link.flows.empty()) link.busy_since = now_;
+    f.hops.push_back(Hop{l, 1, static_cast<int>(link.flows.size())});
+    link.flows.emplace_back(id, hop_of_link_[l]);
+    if (link.coupling) mark_dirty(l);
   }
   for (const Hop& h : f.hops) hop_of_link_[h.link] = -1;
   dirty_flows_.push_back(id);
@@ -197,7 +191,7 @@ void FlowNetwork::solve_component() {
     comp_flows_.push_back(f);
     for (const Hop& h : flows_[f].hops) {
       const int l = h.link;
-      if (coupling_[l] && !link_seen_[l]) {
+      if (links_[l].coupling && !link_seen_[l]) {
         link_seen_[l] = 1;
         comp_links_.push_back(l);
       }
@@ -205,7 +199,7 @@ void FlowNetwork::solve_component() {
   };
   for (int l : dirty_links_) {
     link_dirty_[l] = 0;
-    if (coupling_[l] && !link_seen_[l]) {
+    if (links_[l].coupling && !link_seen_[l]) {
       link_seen_[l] = 1;
       comp_links_.push_back(l);
     }
@@ -215,7 +209,7 @@ void FlowNetwork::solve_component() {
     if (flows_[f].active) visit_flow(f);
   dirty_flows_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i)
-    for (int f : link_flows_[comp_links_[i]]) visit_flow(f);
+    for (const auto& [f, hop] : links_[comp_links_[i]].flows) visit_flow(f);
   for (int l : comp_links_) link_seen_[l] = 0;
   for (int f : comp_flows_) flow_seen_[f] = 0;
   fill(comp_flows_, comp_links_);
@@ -224,9 +218,9 @@ void FlowNetwork::solve_component() {
 void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
   for (int f : flows)
     for (const Hop& h : flows_[f].hops)
-      if (const int l = h.link; !coupling_[l] && load_[l] > capacity_[l] * (1 - 1e-9)) {
-        coupling_[l] = 1;
-        mark_dirty(l);
+      if (LinkState& link = links_[h.link]; !link.coupling && link.load > link.capacity * (1 - 1e-9)) {
+        link.coupling = true;
+        mark_dirty(h.link);
       }
 }
 
@@ -239,8 +233,8 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
   heap_.clear();
   for (std::size_t i = 0; i < links.size(); ++i) {
     const int l = links[i];
-    residual_[l] = capacity_[l];
-    unfixed_[l] = crossings_[l];
+    residual_[l] = links_[l].capacity;
+    unfixed_[l] = links_[l].crossings;
     link_pos_[l] = static_cast<int>(i);
     if (unfixed_[l] > 0) heap_.emplace_back(residual_[l] / unfixed_[l], static_cast<int>(i));
   }
@@ -248,7 +242,7 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
   for (std::size_t i = 0; i < flows.size(); ++i) {
     double bound = std::numeric_limits<double>::infinity();
     for (const Hop& h : flows_[flows[i]].hops)
-      if (!coupling_[h.link]) bound = std::min(bound, capacity_[h.link]);
+      if (!links_[h.link].coupling) bound = std::min(bound, links_[h.link].capacity);
     bound_[i] = bound;
     if (bound < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound, -1 - static_cast<int>(i));
     fixed_[flows[i]] = 0;
@@ -261,7 +255,7 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     set_rate(f, share);
     for (const Hop& h : flows_[f].hops) {
       const int l = h.link;
-      if (!coupling_[l]) continue;
+      if (!links_[l].coupling) continue;
       // Each crossing takes the share (as k flows would, one subtraction each).
       for (int k = 0; k < h.crossings; ++k) residual_[l] = std::max(0.0, residual_[l] - share);
       unfixed_[l] -= h.crossings;
@@ -283,12 +277,12 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     }
     const int best = links[pos];
     if (unfixed_[best] == 0 || residual_[best] / unfixed_[best] != share) continue;  // stale entry
-    for (int f : link_flows_[best])
+    for (const auto& [f, hop] : links_[best].flows)
       if (!fixed_[f]) fix(f, share, best);
   }
   // A coupling link the solve left with spare capacity binds none of its flows: relax it.
   for (int l : links)
-    if (residual_[l] > 1e-6 * capacity_[l]) coupling_[l] = 0;
+    if (residual_[l] > 1e-6 * links_[l].capacity) links_[l].coupling = false;
 }
 
 // fill() of a component of at most one flow (most are: a collective inside a node is one flow
@@ -296,19 +290,21 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
 // times when k of its hops cross it), so its share is capacity / k; a relaxed link bounds it at
 // its capacity.
 void FlowNetwork::fill_single(const std::vector<int>& flows, const std::vector<int>& links) {
-  for (int l : links) residual_[l] = capacity_[l];
+  for (int l : links) residual_[l] = links_[l].capacity;
   if (!flows.empty()) {
     const int f = flows.front();
     double share = std::numeric_limits<double>::infinity();
-    for (const Hop& h : flows_[f].hops)
-      share = std::min(share, coupling_[h.link] ? capacity_[h.link] / static_cast<double>(crossings_[h.link]) : capacity_[h.link]);
+    for (const Hop& h : flows_[f].hops) {
+      const LinkState& link = links_[h.link];
+      share = std::min(share, link.coupling ? link.capacity / static_cast<double>(link.crossings) : link.capacity);
+    }
     set_rate(f, share);
     for (const Hop& h : flows_[f].hops)
-      if (coupling_[h.link])
+      if (links_[h.link].coupling)
         for (int k = 0; k < h.crossings; ++k) residual_[h.link] = std::max(0.0, residual_[h.link] - share);
   }
   for (int l : links)
-    if (residual_[l] > 1e-6 * capacity_[l]) coupling_[l] = 0;
+    if (residual_[l] > 1e-6 * links_[l].capacity) links_[l].coupling = false;
 }
 
 std::pair<TimeNs, int> FlowNetwork::next_completion() const {
@@ -335,24 +331,21 @@ void FlowNetwork::remove_flow(int id) {
   // Each hop's entry leaves its link's list in O(1): the list's last entry takes its slot (a pod
   // uplink of the 16K step carries hundreds of flows).
   for (const Hop& h : f.hops) {
-    const int l = h.link;
-    std::vector<int>& on_link = link_flows_[l];
-    std::vector<int>& hop = link_hop_[l];
-    on_link[h.slot] = on_link.back();
-    hop[h.slot] = hop.back();
-    flows_[on_link[h.slot]].hops[hop[h.slot]].slot = h.slot;
-    on_link.pop_back();
-    hop.pop_back();
-    crossings_[l] -= h.crossings;
+    LinkState& link = links_[h.link];
+    const auto moved = link.flows.back();
+    link.flows[h.slot] = moved;
+    flows_[moved.first].hops[moved.second].slot = h.slot;
+    link.flows.pop_back();
+    link.crossings -= h.crossings;
     for (int k = 0; k < h.crossings; ++k) {
-      link_bytes_[l] += f.size;
-      load_[l] -= f.rate;
+      link.bytes += f.size;
+      link.load -= f.rate;
     }
     // Other flows can only gain where the link couples them; a relaxed link bound none.
-    if (coupling_[l]) mark_dirty(l);
-    if (on_link.empty()) {
-      link_busy_s_[l] += ns_to_seconds(now_ - busy_since_[l]);
-      load_[l] = 0;
+    if (link.coupling) mark_dirty(h.link);
+    if (link.flows.empty()) {
+      link_busy_s_[h.link] += ns_to_seconds(now_ - link.busy_since);
+      link.load = 0;
     }
   }
   f.active = false;
@@ -377,9 +370,9 @@ void FlowNetwork::collect_finished(std::vector<int>& done) {
 double FlowNetwork::rate(int flow) const { return flows_.at(flow).rate; }
 double FlowNetwork::remaining(int flow) const { return remaining_now(flows_.at(flow)); }
 int FlowNetwork::active_flows() const { return active_; }
-double FlowNetwork::link_bytes(int link) const { return link_bytes_.at(link); }
+double FlowNetwork::link_bytes(int link) const { return links_.at(link).bytes; }
 double FlowNetwork::link_busy_seconds(int link) const {
-  const double open = link_flows_.at(link).empty() ? 0.0 : ns_to_seconds(now_ - busy_since_[link]);
+  const double open = links_.at(link).flows.empty() ? 0.0 : ns_to_seconds(now_ - links_[link].busy_since);
   return link_busy_s_[link] + open;
 }
 
