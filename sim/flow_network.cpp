@@ -149,7 +149,14 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
     return id;
   }
   f.remaining = bytes;
-  for (int l : links) {
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    // As in remove_flow: the link states a few hops ahead, their lists' ends nearer.
+    if (i + kAhead < links.size()) __builtin_prefetch(&links_[links[i + kAhead]], 1);
+    if (i + kAhead / 2 < links.size()) {
+      const auto& list = links_[links[i + kAhead / 2]].flows;
+      __builtin_prefetch(list.data() + list.size(), 1);
+    }
+    const int l = links[i];
     assert(l >= 0 && l < num_links());
     LinkState& link = links_[l];
     ++link.crossings;
@@ -329,8 +336,17 @@ void FlowNetwork::remove_flow(int id) {
   f.finish = kNever;
   heap_erase(id);
   // Each hop's entry leaves its link's list in O(1): the list's last entry takes its slot (a pod
-  // uplink of the 16K step carries hundreds of flows).
-  for (const Hop& h : f.hops) {
+  // uplink of the 16K step carries hundreds of flows). A long route's links are scattered in
+  // memory: fetch the link states a few hops ahead, and their lists' ends nearer.
+  const std::size_t hops = f.hops.size();
+  for (std::size_t i = 0; i < hops; ++i) {
+    if (i + kAhead < hops) __builtin_prefetch(&links_[f.hops[i + kAhead].link]);
+    if (i + kAhead / 2 < hops) {
+      const auto& list = links_[f.hops[i + kAhead / 2].link].flows;
+      __builtin_prefetch(list.data() + list.size() - 1);
+      __builtin_prefetch(list.data() + f.hops[i + kAhead / 2].slot, 1);
+    }
+    const Hop& h = f.hops[i];
     LinkState& link = links_[h.link];
     const auto moved = link.flows.back();
     link.flows[h.slot] = moved;

@@ -90,6 +90,7 @@ class FlowNetwork {
     bool coupling = false;  // couples its flows in solves (else relaxed)
   };
   std::vector<LinkState> links_;
+  static constexpr std::size_t kAhead = 8;  // hops prefetched ahead by add_flow and remove_flow
   std::vector<double> link_busy_s_;  // per link: closed busy intervals
   std::vector<int> hop_of_link_;  // scratch of add_flow: a link's hop on the new flow, -1 none
   std::vector<Flow> flows_;
