@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "sim/comm_model.hpp"
 
@@ -27,6 +28,60 @@ std::vector<std::pair<int, int>> local_ids(std::vector<int> links) {
 std::vector<double> capacities_of(const ClusterGraph& graph, const std::vector<std::pair<int, int>>& local_of) {
   std::vector<double> caps;
   for (const auto& [link, local] : local_of) caps.push_back(effective_capacity(graph, link));
+  return caps;
+}
+
+// Transfers::series_: union-find over the network links (each set's root its least link) of
+// the two links in each direction through every pass-through vertex: a device other than a GPU
+// (routes start and end only at GPUs) with one link to and one from each of exactly two
+// neighbours, so a simple path that enters it from one leaves it to the other. `local` maps a
+// graph link to its network link, -1 when the Transfers does not carry it; `candidates` holds
+// the vertices to look at (with repeats), all those the Transfers' links enter.
+template <class Local>
+std::vector<int> series_chains(const ClusterGraph& cluster, int network_links, const std::vector<VertexId>& candidates,
+                               Local&& local) {
+  std::vector<int> parent(network_links);
+  for (int l = 0; l < network_links; ++l) parent[l] = l;
+  const auto root = [&](int l) {
+    while (parent[l] != l) l = parent[l] = parent[parent[l]];
+    return l;
+  };
+  const auto join = [&](int a, int b) {
+    if (a < 0 || b < 0) return;
+    a = root(a);
+    b = root(b);
+    if (a != b) parent[std::max(a, b)] = std::min(a, b);
+  };
+  const Graph& g = cluster.graph();
+  for (VertexId v : candidates) {
+    if (g[v].kind == DeviceKind::gpu || boost::out_degree(v, g) != 2 || boost::in_degree(v, g) != 2) continue;
+    const auto [out_first, out_end] = boost::out_edges(v, g);
+    const auto [in_first, in_end] = boost::in_edges(v, g);
+    const Graph::edge_descriptor out[2] = {*out_first, *std::next(out_first)};
+    Graph::edge_descriptor in[2] = {*in_first, *std::next(in_first)};
+    const VertexId u = boost::target(out[0], g), w = boost::target(out[1], g);
+    if (u == w || u == v || w == v) continue;
+    if (boost::source(in[0], g) == w) std::swap(in[0], in[1]);
+    if (boost::source(in[0], g) != u || boost::source(in[1], g) != w) continue;
+    join(local(g[in[0]].id), local(g[out[1]].id));  // u -> v -> w
+    join(local(g[in[1]].id), local(g[out[0]].id));  // w -> v -> u
+  }
+  for (int l = 0; l < network_links; ++l) parent[l] = root(l);
+  return parent;
+}
+
+// The vertices the links enter (graph links; network links when `local_of` is not empty).
+std::vector<VertexId> entered(const ClusterGraph& cluster, const std::vector<std::pair<int, int>>& local_of) {
+  std::vector<VertexId> out;
+  if (local_of.empty())
+    for (int l = 0; l < cluster.num_links(); ++l) out.push_back(cluster.link_target(l));
+  for (const auto& [link, local] : local_of) out.push_back(cluster.link_target(link));
+  return out;
+}
+
+// Each chain's root link gets the chain's least capacity.
+std::vector<double> chain_capacities(std::vector<double> caps, const std::vector<int>& series) {
+  for (std::size_t l = 0; l < caps.size(); ++l) caps[series[l]] = std::min(caps[series[l]], caps[l]);
   return caps;
 }
 }  // namespace
@@ -134,10 +189,19 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
 }
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
-    : router_(router), net_(effective_capacities(graph)) {}
+    : router_(router),
+      series_(series_chains(graph, graph.num_links(), entered(graph, {}), [](int link) { return link; })),
+      net_(chain_capacities(effective_capacities(graph), series_)) {}
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vector<int> links)
-    : router_(router), local_of_(local_ids(std::move(links))), net_(capacities_of(graph, local_of_)) {}
+    : router_(router),
+      local_of_(local_ids(std::move(links))),
+      series_(series_chains(graph, static_cast<int>(local_of_.size()), entered(graph, local_of_),
+                            [this](int link) {
+                              const auto at = std::lower_bound(local_of_.begin(), local_of_.end(), std::pair<int, int>{link, -1});
+                              return at != local_of_.end() && at->first == link ? at->second : -1;
+                            })),
+      net_(chain_capacities(capacities_of(graph, local_of_), series_)) {}
 
 int Transfers::local(int link) const {
   if (local_of_.empty()) return link;
@@ -277,9 +341,12 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
       const HopFlow& hop = flows[k];
       if (hop.src_gpu == hop.dst_gpu) continue;
       const std::vector<int>& route = (hop.route ? *hop.route : router_.route(hop.src_gpu, hop.dst_gpu)).links;
+      int chain = -1;  // a series chain's links come one after the other: one crossing
       for (int l : route) {
         if (!forbidden_.empty() && forbidden_[l]) throw LinkOwnedElsewhere("Transfers: a route crosses a link owned elsewhere");
-        links_scratch_.push_back(local_of_.empty() ? l : local(l));
+        const int n = series_[local_of_.empty() ? l : local(l)];
+        if (n != chain) links_scratch_.push_back(n);
+        chain = n;
       }
     }
     if (!links_scratch_.empty()) own(net_.add_flow(links_scratch_, f.bytes, now));

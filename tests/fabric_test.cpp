@@ -3,6 +3,8 @@
 // ECMP hash, and where two flows hash onto one spine link they share it.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <string>
@@ -184,4 +186,49 @@ TEST_CASE("an ECMP collision on a spine link halves two ring hops and slows the 
                                      ideal_comm.cost(CommKind::all_reduce, S, ideal_comm.rings(gpus)).tail_ns);
   CHECK(t_ecmp - t_ideal == Approx(hop / nic + tails).epsilon(1e-4));
   CHECK(t_ecmp > 1.5 * t_ideal);
+}
+
+TEST_CASE("a NIC between its GPU and its switch passes traffic on: one chain, its least rate, every link counted",
+          "[topology][comm]") {
+  // 2 nodes x 2 GPUs, one NIC per GPU: GPU -> NIC (PCIe) -> switch is a series chain, and so is
+  // the way back. Node 0's first NIC port runs at a tenth of its rate (a degraded cable), far
+  // below the PCIe link the chain starts with. Two sends from node 0 to node 1, one per GPU,
+  // each alone on its links: the first at the degraded port's rate, the second at its route's
+  // slowest link's.
+  ClusterConfig c;
+  c.nodes = 2;
+  c.gpus_per_node = 2;
+  c.nics_per_node = 2;
+  c.nic_gbps = 400;
+  ClusterGraph g = build_cluster(c);
+  const std::string port = g.device(g.link_target(Router(g).route(0, 2).links[1])).name;  // GPU > NIC > here
+  scale_link_pair(g, "node0.nic0", port, 0.1);
+  const Router router(g);
+  auto slowest = [&](int src) {
+    double rate = std::numeric_limits<double>::infinity();
+    for (int id : router.route(src, src + 2).links)
+      rate = std::min(rate, g.link(id).bytes_per_s * achievable_fraction(g.link(id).kind));
+    return rate;
+  };
+  CHECK(slowest(0) == Approx(0.1 * 400e9 / 8 * achievable_fraction(c.nic_kind)));
+  CHECK(slowest(1) > 2 * slowest(0));
+  const double bytes = 1e9;
+  Transfers net(g, router);
+  net.start(0, {HopFlow{0, 2, bytes}}, TimeNs{0}, 0);
+  net.start(0, {HopFlow{1, 3, bytes}}, TimeNs{0}, 1);
+  std::vector<FinishedTransfer> done;
+  while (done.size() < 2) net.collect(std::max<TimeNs>(net.next_event(), 0), done);
+  for (const FinishedTransfer& f : done) CHECK(ns_to_seconds(f.end_ns) == Approx(bytes / slowest(f.tag)).epsilon(1e-6));
+  // Every link of each route carried the send's bytes and was busy for its whole time; links no
+  // send crossed carried nothing.
+  std::vector<int> crossed(g.num_links(), 0);
+  for (int src : {0, 1})
+    for (int id : router.route(src, src + 2).links) {
+      CAPTURE(path_of(g, router.route(src, src + 2)), id);
+      crossed[id] = 1;
+      CHECK(net.link_bytes(id) == Approx(bytes));
+      CHECK(net.link_busy_seconds(id) == Approx(bytes / slowest(src)).epsilon(1e-6));
+    }
+  for (int id = 0; id < g.num_links(); ++id)
+    if (!crossed[id]) CHECK(net.link_bytes(id) == 0);
 }
