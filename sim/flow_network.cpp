@@ -225,7 +225,8 @@ void FlowNetwork::solve_component() {
 void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
   for (int f : flows)
     for (const Hop& h : flows_[f].hops)
-      if (LinkState& link = links_[h.link]; !link.coupling && link.load > link.capacity * (1 - 1e-9)) {
+      if (LinkState& link = links_[h.link];
+          !link.coupling && link.flows.size() > 1 && link.load > link.capacity * (1 - 1e-9)) {
         link.coupling = true;
         mark_dirty(h.link);
       }
@@ -249,7 +250,7 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
   for (std::size_t i = 0; i < flows.size(); ++i) {
     double bound = std::numeric_limits<double>::infinity();
     for (const Hop& h : flows_[flows[i]].hops)
-      if (!links_[h.link].coupling) bound = std::min(bound, links_[h.link].capacity);
+      if (!links_[h.link].coupling) bound = std::min(bound, relaxed_bound(links_[h.link]));
     bound_[i] = bound;
     if (bound < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound, -1 - static_cast<int>(i));
     fixed_[flows[i]] = 0;
@@ -303,7 +304,7 @@ void FlowNetwork::fill_single(const std::vector<int>& flows, const std::vector<i
     double share = std::numeric_limits<double>::infinity();
     for (const Hop& h : flows_[f].hops) {
       const LinkState& link = links_[h.link];
-      share = std::min(share, link.coupling ? link.capacity / static_cast<double>(link.crossings) : link.capacity);
+      share = std::min(share, link.coupling ? link.capacity / static_cast<double>(link.crossings) : relaxed_bound(link));
     }
     set_rate(f, share);
     for (const Hop& h : flows_[f].hops)
@@ -357,8 +358,13 @@ void FlowNetwork::remove_flow(int id) {
       link.bytes += f.size;
       link.load -= f.rate;
     }
-    // Other flows can only gain where the link couples them; a relaxed link bound none.
+    // Other flows can only gain where the link couples them; a relaxed link bound none. A link
+    // left with one flow couples nothing: it is relaxed, and its flow, which may gain, re-solved.
     if (link.coupling) mark_dirty(h.link);
+    if (link.coupling && link.flows.size() == 1) {
+      link.coupling = false;
+      dirty_flows_.push_back(link.flows.front().first);
+    }
     if (link.flows.empty()) {
       link_busy_s_[h.link] += ns_to_seconds(now_ - link.busy_since);
       link.load = 0;

@@ -4,7 +4,8 @@
 // can bind couple flows into components: a link whose flows' rates sum to less than its capacity
 // is relaxed (it only caps each of its flows at its capacity), which leaves the max-min
 // allocation unchanged; a relaxed link that would be overfilled couples again and its component
-// is re-solved, and a coupling link left with spare capacity after a solve is relaxed. Progress is lazy:
+// is re-solved, and a coupling link left with spare capacity after a solve is relaxed. A link
+// carrying one flow never couples: it caps that flow at capacity / its crossings. Progress is lazy:
 // each flow keeps its remaining bytes as of its last rate change, and finish times sit in an
 // min-heap indexed by flow (a reschedule moves the flow's entry), so advancing time and finding
 // the next completion cost O(1) and a reschedule O(log n).
@@ -72,7 +73,8 @@ class FlowNetwork {
   void solve_component();
   void fill(const std::vector<int>& flows, const std::vector<int>& links);
   void fill_single(const std::vector<int>& flows, const std::vector<int>& links);
-  // Couples (and marks dirty) every relaxed link of these flows that its flows' rates overfill.
+  // Couples (and marks dirty) every relaxed link of these flows that its flows' rates overfill;
+  // a link of one flow never couples (it only caps that flow, see relaxed_bound).
   void couple_overfilled(const std::vector<int>& flows);
 
   // What starting and ending a flow touch of each link it crosses, in one cache line: a DP ring
@@ -90,6 +92,12 @@ class FlowNetwork {
     bool coupling = false;  // couples its flows in solves (else relaxed)
   };
   std::vector<LinkState> links_;
+  // What a relaxed link caps each of its flows at: its capacity, or, carrying a single flow, that
+  // flow's exact share (capacity / its crossings), so a flow alone on links (a DP ring on the
+  // NICs it has to itself) couples only through the links it shares.
+  static double relaxed_bound(const LinkState& link) {
+    return link.flows.size() == 1 ? link.capacity / static_cast<double>(link.crossings) : link.capacity;
+  }
   static constexpr std::size_t kAhead = 8;  // hops prefetched ahead by add_flow and remove_flow
   std::vector<double> link_busy_s_;  // per link: closed busy intervals
   std::vector<int> hop_of_link_;  // scratch of add_flow: a link's hop on the new flow, -1 none
