@@ -91,8 +91,9 @@ class Simulation {
         threads_(std::max(1, options.threads)), arena_(threads_),
         rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains),
         groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
-        crew_(threads_, threads_ * kShardsPerThread),
-        parallel_from_ranks_(options.parallel_from_ranks) {
+        parallel_from_ranks_(options.parallel_from_ranks),
+        shards_per_thread_(program.plan.num_ranks() >= parallel_from_ranks_ ? kShardsPerThread : 1),
+        crew_(threads_, threads_ * shards_per_thread_) {
     const int n = plan_.num_ranks();
     if (options.tp_symmetric && plan_.tp > 1 && plan_.ep == 1 && options.gpu_speed.empty())
       fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
@@ -128,13 +129,13 @@ class Simulation {
     std::vector<char> owned(graph.num_links(), 0);
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
-    for (int k = 0; k < threads_ * kShardsPerThread; ++k) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
+    for (int k = 0; k < threads_ * shards_per_thread_; ++k) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
     // Threads own node domains, and ranks outside them, in threads x pp contiguous blocks dealt
     // round robin: with the pipeline stage outermost in the rank order each thread owns a
     // contiguous share of every stage (the DP replicas reach the same point of the step
     // together). Finer blocks cost more than balance gains: at 16K GPUs blocks of 8 nodes gave
     // each thread 3.6-5.0 s of work against 2.7-2.8 s with blocks of 64 (2,048 / (2 x 16)).
-    // A thread's blocks are dealt round robin again to its kShardsPerThread shards.
+    // A thread's blocks are dealt round robin again to its shards_per_thread_ shards.
     const int blocks = threads_ * plan_.pp;
     const int nodes_per_block = std::max<int>(1, (static_cast<int>(nodes_.size()) + blocks - 1) / blocks);
     const int ranks_per_block = std::max(1, (n + blocks - 1) / blocks);
@@ -142,7 +143,7 @@ class Simulation {
     for (int r = 0; r < n; ++r) {
       const int d = domains_.domain_of_rank[r];
       const int block = d >= 0 ? d / nodes_per_block : r / ranks_per_block;
-      shard_of_[r] = block % threads_ * kShardsPerThread + block / threads_ % kShardsPerThread;
+      shard_of_[r] = block % threads_ * shards_per_thread_ + block / threads_ % shards_per_thread_;
       if (fold_.shadow(r)) continue;
       shards_[shard_of_[r]].heads.set(r, 0);
       shards_[shard_of_[r]].next = 0;
@@ -598,12 +599,6 @@ class Simulation {
   NodeDomains domains_;
   std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
-  // Shards per thread: what a thread done with its own window's shards can take from another's
-  // (engine_crew.hpp). More cost a scan of every rank head block per shard and window.
-  static constexpr int kShardsPerThread = 4;
-  std::vector<Shard> shards_;    // kShardsPerThread per thread, in the crew's task order
-  std::vector<int> shard_of_;    // per rank: its shard
-  WindowCrew crew_;
   // Steps of fewer ranks run every window on the leader alone (the shards in turn): their
   // windows hold too few events to pay for handing them out (BLOOM, 384 ranks, ~30 events a
   // window: 0.63 s on 1 thread, 1.04 s on 2 with its windows handed out; Llama 3 405B at 1K
@@ -612,6 +607,14 @@ class Simulation {
   // leader moves the other shards' states to its core and the next parallel window moves them
   // back.
   int parallel_from_ranks_;
+  // Shards per thread where windows are handed out: what a thread done with its own window's
+  // shards can take from another's (engine_crew.hpp). Each costs a scan of the rank head blocks
+  // per window, so steps run on the leader alone keep one per thread.
+  static constexpr int kShardsPerThread = 4;
+  int shards_per_thread_;
+  std::vector<Shard> shards_;    // shards_per_thread_ per thread, in the crew's task order
+  std::vector<int> shard_of_;    // per rank: its shard
+  WindowCrew crew_;
   std::vector<int> active_;      // scratch of write_records(): the window's active ranks
   std::vector<Action> actions_;
   std::vector<RecordKey> keys_;
