@@ -23,6 +23,7 @@
 #include "sim/engine_ops.hpp"
 #include "sim/engine_rank.hpp"
 #include "sim/engine_rank_heads.hpp"
+#include "sim/engine_shards.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_units.hpp"
 #include "sim/engine_result.hpp"
@@ -35,44 +36,6 @@ namespace {
 // base of the protocols in its latency tail, so nothing a rank does at t reaches another rank
 // before t + kLookaheadNs. The merge phase checks it.
 constexpr TimeNs kLookaheadNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
-
-// The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
-// (each member completes the op it posted on `stream`).
-struct CommSlot {
-  int rank;
-  int op;
-  Group group;
-  Stream stream;
-};
-
-// A flow network with its transfers and what they complete: the global one, or one node's
-// (engine_domains.hpp). Node domains run on different threads: each starts a cache line.
-struct alignas(64) Domain {
-  explicit Domain(Transfers t) : transfers(std::move(t)) {}
-  Transfers transfers;
-  std::vector<CommSlot> slots;  // what each transfer completes, indexed by its tag
-  std::vector<int> free_slots;
-  std::vector<HopFlow> hops;    // scratch for the flows of one transfer
-  std::vector<std::vector<HopFlow>> copy_hops;  // scratch: the flows of each TP copy (engine_fold.hpp)
-  std::vector<FinishedTransfer> finished;
-  TimeNs now = 0;               // its network clock
-  std::vector<Action> actions;  // a node domain's actions of the current window
-  std::vector<int> touched;     // ranks a node domain scheduled events for in the current window
-};
-
-// The ranks and node domains one crew thread owns (engine_crew.hpp): their head times, the
-// current window's tasks, and the global network's actions they left. Only the thread running
-// the shard touches it, and the merge while no shard runs.
-struct alignas(64) Shard {
-  Shard(int ranks, int domains) : heads(ranks), domain_heads(domains), units(domains) {}
-  RankHeads heads;           // its ranks' earliest pending events (not those of the current window)
-  RankHeads domain_heads;    // its node domains' next network events
-  WindowUnits units;         // the current window's tasks
-  std::vector<int> active;   // its ranks with events in the current window, ascending
-  std::vector<int> active_domains;
-  std::vector<Action> actions;     // for the global network, from the current window
-  TimeNs next = RankHeads::kNone;  // its earliest event after the window (the merge lowers it)
-};
 
 // A group's collective lowered: its kind, size, cost and flows.
 struct Lowered {
@@ -130,20 +93,9 @@ class Simulation {
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
     for (int k = 0; k < threads_ * shards_per_thread_; ++k) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
-    // Threads own node domains, and ranks outside them, in threads x pp contiguous blocks dealt
-    // round robin: with the pipeline stage outermost in the rank order each thread owns a
-    // contiguous share of every stage (the DP replicas reach the same point of the step
-    // together). Finer blocks cost more than balance gains: at 16K GPUs blocks of 8 nodes gave
-    // each thread 3.6-5.0 s of work against 2.7-2.8 s with blocks of 64 (2,048 / (2 x 16)).
-    // A thread's blocks are dealt round robin again to its shards_per_thread_ shards.
-    const int blocks = threads_ * plan_.pp;
-    const int nodes_per_block = std::max<int>(1, (static_cast<int>(nodes_.size()) + blocks - 1) / blocks);
-    const int ranks_per_block = std::max(1, (n + blocks - 1) / blocks);
-    shard_of_.resize(n);
+    shard_of_ = shard_of_ranks(domains_.domain_of_rank, static_cast<int>(nodes_.size()), threads_, plan_.pp,
+                               shards_per_thread_);
     for (int r = 0; r < n; ++r) {
-      const int d = domains_.domain_of_rank[r];
-      const int block = d >= 0 ? d / nodes_per_block : r / ranks_per_block;
-      shard_of_[r] = block % threads_ * shards_per_thread_ + block / threads_ % shards_per_thread_;
       if (fold_.shadow(r)) continue;
       shards_[shard_of_[r]].heads.set(r, 0);
       shards_[shard_of_[r]].next = 0;

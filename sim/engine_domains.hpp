@@ -12,12 +12,16 @@
 // (every such route is checked here: the ring and tree hops of each group spanning nodes and
 // the pipeline sends between nodes). The global network checks it again as transfers start
 // (Transfers::forbid). A domain is lone when its flows can never share a link (NodeDomains::lone).
+// While the step runs each domain, and the global network, is a Domain.
 #pragma once
 #include <array>
+#include <utility>
 #include <vector>
 
 #include "sim/comm_model.hpp"
 #include "sim/engine_groups.hpp"
+#include "sim/engine_state.hpp"
+#include "sim/transfers.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "workloads/program.hpp"
 
@@ -37,5 +41,29 @@ struct NodeDomains {
 
 // Builds every group the program uses (and their rings) in `groups`.
 NodeDomains node_domains(const Program& program, const ClusterGraph& graph, const Router& router, RankGroups& groups);
+
+// The op a transfer completes: a send of `rank` (op), or a collective of the group led by `rank`
+// (each member completes the op it posted on `stream`).
+struct CommSlot {
+  int rank;
+  int op;
+  Group group;
+  Stream stream;
+};
+
+// A flow network with its transfers and what they complete: the global one, or one node's.
+// Node domains run on different threads: each starts a cache line.
+struct alignas(64) Domain {
+  explicit Domain(Transfers t) : transfers(std::move(t)) {}
+  Transfers transfers;
+  std::vector<CommSlot> slots;  // what each transfer completes, indexed by its tag
+  std::vector<int> free_slots;
+  std::vector<HopFlow> hops;    // scratch for the flows of one transfer
+  std::vector<std::vector<HopFlow>> copy_hops;  // scratch: the flows of each TP copy (engine_fold.hpp)
+  std::vector<FinishedTransfer> finished;
+  TimeNs now = 0;               // its network clock
+  std::vector<Action> actions;  // a node domain's actions of the current window
+  std::vector<int> touched;     // ranks a node domain scheduled events for in the current window
+};
 
 }  // namespace dtsim
