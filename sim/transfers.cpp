@@ -197,17 +197,19 @@ Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vecto
     : router_(router),
       local_of_(local_ids(std::move(links))),
       series_(series_chains(graph, static_cast<int>(local_of_.size()), entered(graph, local_of_),
-                            [this](int link) {
-                              const auto at = std::lower_bound(local_of_.begin(), local_of_.end(), std::pair<int, int>{link, -1});
-                              return at != local_of_.end() && at->first == link ? at->second : -1;
-                            })),
+                            [this](int link) { return find_local(link); })),
       net_(chain_capacities(capacities_of(graph, local_of_), series_)) {}
 
-int Transfers::local(int link) const {
+int Transfers::find_local(int link) const {
   if (local_of_.empty()) return link;
   const auto at = std::lower_bound(local_of_.begin(), local_of_.end(), std::pair<int, int>{link, -1});
-  if (at == local_of_.end() || at->first != link) throw std::logic_error("Transfers: a route left the links it owns");
-  return at->second;
+  return at != local_of_.end() && at->first == link ? at->second : -1;
+}
+
+int Transfers::local(int link) const {
+  const int l = find_local(link);
+  if (l < 0) throw std::logic_error("Transfers: a route left the links it owns");
+  return l;
 }
 
 void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, TimeNs tail_ns, int tag) {

@@ -98,7 +98,9 @@ class Transfers {
     std::vector<HopFlow> flows;   // all phases' flows, kept when there are later phases
   };
   void finish_flow(int flow, TimeNs now, std::vector<FinishedTransfer>& out);
-  // The flow network's index of graph link `link` (the same when this Transfers has every link).
+  // The flow network's index of graph link `link` (the same when this Transfers has every link):
+  // -1 when it does not carry the link; local() throws then.
+  int find_local(int link) const;
   int local(int link) const;
   // Adds the flows of the transfer's current phase at `now`.
   void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
