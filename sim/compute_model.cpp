@@ -16,8 +16,6 @@ constexpr std::array<Tile, 6> kTiles = {{{256, 128}, {128, 256}, {128, 128}, {12
 
 double tile_intensity(const Tile& t) { return t.m * t.n / (t.m + t.n); }
 
-double depth_factor(double k) { return k / (k + ComputeModel::kDepthOverhead); }
-
 }  // namespace
 
 ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention)
@@ -41,8 +39,11 @@ ComputeModel::MatmulRate ComputeModel::matmul_rate(Precision precision) const {
     else if (gpu_.measured_matmul_fp8_flops > 0)
       sustained = gpu_.measured_matmul_fp8_flops / gpu_.fp8_flops * kSustainedOverBest;
   }
+  // The prologue is a fixed time, worth twice the K steps at FP8's doubled rate.
+  const double depth = precision == Precision::fp8 ? kDepthOverhead * gpu_.fp8_flops / gpu_.bf16_flops : kDepthOverhead;
   // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
-  return {gpu_.peak_flops(precision), sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1)};
+  return {gpu_.peak_flops(precision),
+          sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1, depth), depth};
 }
 
 double ComputeModel::comm_overlap_slowdown() const {
@@ -52,24 +53,32 @@ double ComputeModel::comm_overlap_slowdown() const {
   return 1 / (1 - std::min<double>(nvlink ? kNcclChannels : kNcclPcieChannels, sms / 4) / sms);
 }
 
-double ComputeModel::shape_efficiency(double m, double n, double k, double batch) const {
+double ComputeModel::shape_efficiency(double m, double n, double k, double batch, double depth) const {
   const double sms = std::max(gpu_.sm_count, 1);
   const double best_intensity = tile_intensity(kTiles[0]);
+  batch = std::max(batch, 1.0);
   double best = 0;
   for (const Tile& t : kTiles) {
-    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n) * std::max(batch, 1.0);
-    const double waves = std::ceil(tiles / sms);
-    // Useful fraction of the tile-slots the kernel occupies: padding and the partial last wave.
-    const double occupancy = m * n * std::max(batch, 1.0) / (waves * sms * t.m * t.n);
     const double feed = (tile_intensity(t) / (tile_intensity(t) + kTileIntensityHalf)) /
                         (best_intensity / (best_intensity + kTileIntensityHalf));
-    best = std::max(best, occupancy * feed);
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n) * batch;
+    const double waves = std::ceil(tiles / sms);
+    // Data-parallel: one block per tile. Useful fraction of the tile-slots the kernel occupies:
+    // padding and the partial last wave; each tile pays the prologue once.
+    const double padding = m * n * batch / (tiles * t.m * t.n);
+    const double data_parallel = padding * tiles / (waves * sms) * k / (k + depth);
+    best = std::max(best, feed * data_parallel);
+    if (!gpu_.stream_k_gemm) continue;
+    // Stream-K: the tiles' K iterations dealt evenly to the SMs, so no partial wave; each SM
+    // pays the prologue for every tile segment it touches (its share in tiles, plus one).
+    const double per_sm = tiles * k / sms;
+    best = std::max(best, feed * padding / (1 + depth / k + depth / per_sm));
   }
-  return best * depth_factor(k);
+  return best;
 }
 
 double ComputeModel::efficiency(const MatmulRate& rate, double m, double n, double k, double batch) const {
-  return std::min(1.0, rate.scale * shape_efficiency(m, n, k, batch));
+  return std::min(1.0, rate.scale * shape_efficiency(m, n, k, batch, rate.depth));
 }
 
 double ComputeModel::gemm_efficiency(double m, double n, double k, double batch) const {

@@ -31,6 +31,10 @@ class ComputeModel {
   // Fraction of the precision's peak that a [m x k] x [k x n] GEMM, `batch` times, reaches.
   double gemm_efficiency(double m, double n, double k, double batch) const;
   double peak_flops() const { return run_.peak; }
+  double hbm_bytes_per_s() const { return hbm_rate_; }
+  // Compute time of one GEMM kernel (no launch gap, no HBM bound): at the run's rate if fp8 is
+  // set (FP8 runs), else at the BF16/FP16 rate.
+  double gemm_seconds(double m, double n, double k, double batch, bool fp8) const;
   // Slowdown of a kernel that runs while a NCCL collective's kernel is resident: the collective
   // holds one SM per channel, kNcclChannels of them on NVLink GPUs (and takes its share of HBM
   // bandwidth with them), kNcclPcieChannels on PCIe-only ones.
@@ -73,15 +77,15 @@ class ComputeModel {
 
  private:
   // Shape losses alone (tiles, waves, operand traffic, K prologue), before the GPU's scale.
-  double shape_efficiency(double m, double n, double k, double batch) const;
-  // A precision's dense peak and the scale that anchors shape_efficiency on its sustained rate.
+  // depth: the tile's fixed prologue/epilogue in steps of K.
+  double shape_efficiency(double m, double n, double k, double batch, double depth) const;
+  // A precision's dense peak, the scale that anchors shape_efficiency on its sustained rate, and
+  // the prologue in steps of K at that precision.
   struct MatmulRate {
-    double peak = 0, scale = 0;
+    double peak = 0, scale = 0, depth = kDepthOverhead;
   };
   MatmulRate matmul_rate(Precision precision) const;
   double efficiency(const MatmulRate& rate, double m, double n, double k, double batch) const;
-  // fp8: at the run's (FP8) rate, else at other_ (BF16 under FP8; the run's rate otherwise).
-  double gemm_seconds(double m, double n, double k, double batch, bool fp8) const;
   double flash_attention_seconds(const StageProgram& p, int op) const;
   bool fp8_gemm(OpKind kind) const;
   double fp8_cast_seconds(const StageProgram& p, int op) const;

@@ -53,33 +53,40 @@ std::vector<GpuSpec> make_catalog() {
        .nvlink_gen = 3, .nvlink_bytes_per_s = 300 * kGB, .nvlink_bridge_only = true,
        .pcie_gen = 4,
        .source = "gpus.csv row \"A100-PCIe-80GB\" (A100 datasheet; MAMF measurement)"},
-      // gpus.csv row "H100-SXM5-80GB" (MAMF 794.5 TF BF16, 1402.6 TF FP8); 132 SMs.
+      // gpus.csv row "H100-SXM5-80GB" (MAMF 794.5 TF BF16, 1402.6 TF FP8); 132 SMs. Sustained BF16:
+      // the H200's 16384^3 after 8 s (same GH100 die, SM clock and 700 W limit; h200_kernels.csv).
       {.name = "H100-SXM5-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 3350 * kGB,
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
        .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 794.5 * kTFLOP,
+       .sustained_matmul_bf16_flops = 668.0 * kTFLOP,
        .measured_matmul_fp8_flops = 1402.6 * kTFLOP, .flash_attention_fraction = 0.35, .sm_count = 132,
-       .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5,
+       .stream_k_gemm = true, .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5,
        .source = "gpus.csv row \"H100-SXM5-80GB\" (H100 datasheet; MAMF measurement)"},
       // gpus.csv row "H100-PCIe-80GB"; 114 SMs; NVLink 4 bridge, 600 GB/s bidir = 300/dir.
       {.name = "H100-PCIe-80GB", .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 2000 * kGB,
        .fp32_flops = 51 * kTFLOP, .tf32_flops = 378 * kTFLOP, .bf16_flops = 756 * kTFLOP,
-       .fp8_flops = 1513 * kTFLOP, .flash_attention_fraction = 0.35, .sm_count = 114, .nvlink_gen = 4,
+       .fp8_flops = 1513 * kTFLOP, .flash_attention_fraction = 0.35, .sm_count = 114,
+       .stream_k_gemm = true, .nvlink_gen = 4,
        .nvlink_bytes_per_s = 300 * kGB, .nvlink_bridge_only = true, .pcie_gen = 5,
        .source = "gpus.csv row \"H100-PCIe-80GB\" (H100 datasheet)"},
       // gpus.csv row "H200-SXM-141GB" (STREAM 4.00-4.48 TB/s and cuBLASLt FP8 16384^3 1366 TF, Azure
-      // ND H200 v5; FP8 MAMF 1453.4 TF); 132 SMs.
+      // ND H200 v5; FP8 MAMF 1453.4 TF); 132 SMs. BF16: best of 365 GEMM shapes 739.0 TF and
+      // 16384^3 after 8 s 668.0 TF, measured here (tests/validation/h200_kernels.csv).
       {.name = "H200-SXM-141GB", .memory_bytes = 141 * kGiB, .hbm_bytes_per_s = 4800 * kGB,
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
-       .fp8_flops = 1979 * kTFLOP, .measured_matmul_fp8_flops = 1453.4 * kTFLOP,
+       .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 739.0 * kTFLOP,
+       .sustained_matmul_bf16_flops = 668.0 * kTFLOP, .measured_matmul_fp8_flops = 1453.4 * kTFLOP,
        .sustained_matmul_fp8_flops = 1366 * kTFLOP, .measured_hbm_bytes_per_s = 4.00e12,
-       .flash_attention_fraction = 0.35, .sm_count = 132,
+       .flash_attention_fraction = 0.35, .sm_count = 132, .stream_k_gemm = true,
        .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .pcie_gen = 5,
-       .source = "gpus.csv row \"H200-SXM-141GB\" (H200 datasheet; STREAM, Azure ND H200 v5)"},
+       .source = "gpus.csv row \"H200-SXM-141GB\" (H200 datasheet; STREAM, Azure ND H200 v5); BF16 GEMMs "
+                 "measured on one H200 (tests/validation/h200_kernels.csv)"},
       // gpus.csv row "B200 (HGX/DGX B200)" (MAMF 1745.0 TF BF16, 3432.5 TF FP8); 148 SMs.
       {.name = "B200", .memory_bytes = 180 * kGiB, .hbm_bytes_per_s = 8000 * kGB,
        .fp32_flops = 80 * kTFLOP, .tf32_flops = 1125 * kTFLOP, .bf16_flops = 2250 * kTFLOP,
        .fp8_flops = 4500 * kTFLOP, .measured_matmul_bf16_flops = 1745.0 * kTFLOP,
-       .measured_matmul_fp8_flops = 3432.5 * kTFLOP, .sm_count = 148, .nvlink_gen = 5, .nvlink_bytes_per_s = 900 * kGB, .pcie_gen = 5,
+       .measured_matmul_fp8_flops = 3432.5 * kTFLOP, .sm_count = 148,
+       .stream_k_gemm = true, .nvlink_gen = 5, .nvlink_bytes_per_s = 900 * kGB, .pcie_gen = 5,
        .source = "gpus.csv row \"B200 (HGX/DGX B200)\" (DGX B200 datasheet; MAMF measurement)"},
       // gpus.csv row "L40S"; 142 SMs; no NVLink.
       {.name = "L40S", .memory_bytes = 48 * kGiB, .hbm_bytes_per_s = 864 * kGB,

@@ -34,6 +34,9 @@ struct GpuSpec {
   // its (wgmma) peak than Ampere does.
   double flash_attention_fraction = 0;
   int sm_count = 0;                    // streaming multiprocessors (tile/wave quantization)
+  // The vendor BLAS deals the K iterations of all tiles evenly to the SMs when tiles alone would
+  // leave SMs idle (stream-K): cuBLAS on Hopper and newer, seen in tests/validation/h200_kernels.csv.
+  bool stream_k_gemm = false;
   int nvlink_gen = 0;                  // 0: none
   double nvlink_bytes_per_s = 0;       // NVLink per GPU per direction (all links together)
   bool nvlink_bridge_only = false;     // NVLink only via a 2-GPU bridge (no NVSwitch parts)
