@@ -35,6 +35,7 @@ EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& 
   sum.hw_tflops_per_gpu = (model_flops + recompute_flops) / (step_s * n) / kTFLOP;
   sum.mfu = sum.model_tflops_per_gpu * kTFLOP / peak_flops;
   double total_ns = 0;
+  out.ranks.reserve(n);
   for (int r = 0; r < n; ++r) {
     const RankState& s = ranks[r];
     const RankCoords c = plan.coords(r);
@@ -68,6 +69,7 @@ EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& 
   sum.oom_time_s = ns_to_seconds(oom_time);
   sum.oom_needed_gib = sum.oom ? ranks[oom_rank].peak / kGiB : 0;  // the rank's whole need
   sum.oom_capacity_gib = gpu.memory_bytes / kGiB;
+  out.links.reserve(graph.num_links());
   for (int id = 0; id < graph.num_links(); ++id) {
     const Link& l = graph.link(id);
     out.links.push_back(LinkRecord{id, graph.device(graph.link_source(id)).name,

@@ -245,6 +245,34 @@ void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, std::span<c
   net_.solve();
 }
 
+// The network links of the flow of chain flows[begin, end), in crossing order; a chain of
+// several hops is looked up by its hops' routes (the rings of a group run many collectives).
+const std::vector<int>& Transfers::flow_links(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end) {
+  auto route_of = [&](const HopFlow& hop) -> const RouteInfo& {
+    return hop.route ? *hop.route : router_.route(hop.src_gpu, hop.dst_gpu);
+  };
+  auto append = [&](const RouteInfo& route, std::vector<int>& out) {
+    int chain = -1;  // a series chain's links come one after the other: one crossing
+    for (int l : route.links) {
+      if (!forbidden_.empty() && forbidden_[l]) throw LinkOwnedElsewhere("Transfers: a route crosses a link owned elsewhere");
+      const int n = series_[local_of_.empty() ? l : local(l)];
+      if (n != chain) out.push_back(n);
+      chain = n;
+    }
+  };
+  links_scratch_.clear();
+  if (end - begin == 1) {
+    if (flows[begin].src_gpu != flows[begin].dst_gpu) append(route_of(flows[begin]), links_scratch_);
+    return links_scratch_;
+  }
+  hop_routes_scratch_.clear();
+  for (std::size_t k = begin; k < end; ++k)
+    if (flows[k].src_gpu != flows[k].dst_gpu) hop_routes_scratch_.push_back(&route_of(flows[k]));
+  if (auto at = chain_links_.find(hop_routes_scratch_); at != chain_links_.end()) return at->second;
+  for (const RouteInfo* route : hop_routes_scratch_) append(*route, links_scratch_);  // may throw: store after
+  return chain_links_.emplace(hop_routes_scratch_, links_scratch_).first->second;
+}
+
 // The chain's route: cached by its hops' routes (a lone domain has a few rings).
 int Transfers::lone_route(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end) {
   hop_routes_scratch_.clear();
@@ -338,20 +366,8 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
       i = end;
       continue;
     }
-    links_scratch_.clear();
-    for (std::size_t k = i; k < end; ++k) {
-      const HopFlow& hop = flows[k];
-      if (hop.src_gpu == hop.dst_gpu) continue;
-      const std::vector<int>& route = (hop.route ? *hop.route : router_.route(hop.src_gpu, hop.dst_gpu)).links;
-      int chain = -1;  // a series chain's links come one after the other: one crossing
-      for (int l : route) {
-        if (!forbidden_.empty() && forbidden_[l]) throw LinkOwnedElsewhere("Transfers: a route crosses a link owned elsewhere");
-        const int n = series_[local_of_.empty() ? l : local(l)];
-        if (n != chain) links_scratch_.push_back(n);
-        chain = n;
-      }
-    }
-    if (!links_scratch_.empty()) own(net_.add_flow(links_scratch_, f.bytes, now));
+    const std::vector<int>& links = flow_links(flows, i, end);
+    if (!links.empty()) own(net_.add_flow(links, f.bytes, now));
     i = end;
   }
   if (t.pending > 0) return;

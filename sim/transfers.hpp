@@ -13,7 +13,10 @@
 #include <stdexcept>
 #include <set>
 #include <span>
+#include <unordered_map>
 #include <vector>
+
+#include <boost/container_hash/hash.hpp>
 
 #include "sim/base/units.hpp"
 #include "sim/comm_model.hpp"
@@ -104,6 +107,7 @@ class Transfers {
   int local(int link) const;
   // Adds the flows of the transfer's current phase at `now`.
   void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
+  const std::vector<int>& flow_links(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end);
   // Lone mode (set_lone): the route of the chain flows[begin, end) (an index in lone_routes_);
   // a flow on it at the clock, its id as the flow network would give it; and the removal of the
   // flows finished by the clock, in id order.
@@ -128,7 +132,14 @@ class Transfers {
   std::vector<int> instant_;       // transfers with no flow left to wait for
   std::set<std::pair<TimeNs, int>> due_;  // (start time, transfer) of phases waiting for their start
   std::vector<int> done_scratch_;
-  std::vector<int> links_scratch_;  // the links of one chain's flow
+  std::vector<int> links_scratch_;  // the links of one flow
+  struct RoutesHash {
+    std::size_t operator()(const std::vector<const RouteInfo*>& routes) const {
+      return boost::hash_range(routes.begin(), routes.end());
+    }
+  };
+  // A chain's links by its hops' routes (routes live as long as the router).
+  std::unordered_map<std::vector<const RouteInfo*>, std::vector<int>, RoutesHash> chain_links_;
 
   // Lone mode.
   struct LoneRoute {
@@ -141,9 +152,9 @@ class Transfers {
     double bytes = 0;
     TimeNs start = 0;
   };
+  std::vector<const RouteInfo*> hop_routes_scratch_;  // a chain's hop routes (both modes)
   bool lone_ = false;
   std::vector<LoneRoute> lone_routes_;
-  std::vector<const RouteInfo*> hop_routes_scratch_;
   TimeNs lone_now_ = 0;                 // the network clock
   std::vector<LoneFlow> lone_flows_;    // by flow id
   std::vector<int> lone_free_ids_;      // min-heap: the smallest finished id is reused first

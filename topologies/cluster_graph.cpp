@@ -57,39 +57,25 @@ LinkKind parse_link_kind(std::string_view text, std::string_view what) {
   return parse_kind(kLinkNames, text, what);
 }
 
-ClusterGraph::ClusterGraph(const ClusterGraph& other) : graph_(other.graph_), gpus_(other.gpus_) {
-  reindex_links();
-}
-ClusterGraph::ClusterGraph(ClusterGraph&& other)
-    : graph_(std::move(other.graph_)), gpus_(std::move(other.gpus_)) {
+ClusterGraph::ClusterGraph() : graph_(std::make_unique<Graph>()) {}
+ClusterGraph::ClusterGraph(const ClusterGraph& other)
+    : graph_(std::make_unique<Graph>(*other.graph_)), gpus_(other.gpus_) {
   reindex_links();
 }
 ClusterGraph& ClusterGraph::operator=(const ClusterGraph& other) {
-  if (this != &other) {
-    graph_ = other.graph_;
-    gpus_ = other.gpus_;
-    reindex_links();
-  }
-  return *this;
-}
-ClusterGraph& ClusterGraph::operator=(ClusterGraph&& other) {
-  if (this != &other) {
-    graph_ = std::move(other.graph_);
-    gpus_ = std::move(other.gpus_);
-    reindex_links();
-  }
+  if (this != &other) *this = ClusterGraph(other);
   return *this;
 }
 
 void ClusterGraph::reindex_links() {
-  links_.assign(boost::num_edges(graph_), {});
-  for (auto e : boost::make_iterator_range(boost::edges(graph_))) links_[graph_[e].id] = e;
+  links_.assign(boost::num_edges(*graph_), {});
+  for (auto e : boost::make_iterator_range(boost::edges(*graph_))) links_[(*graph_)[e].id] = e;
 }
 
 VertexId ClusterGraph::add_device(Device device) {
   const bool is_gpu = device.kind == DeviceKind::gpu;
   device.gpu_index = is_gpu ? num_gpus() : -1;
-  const VertexId v = boost::add_vertex(std::move(device), graph_);
+  const VertexId v = boost::add_vertex(std::move(device), (*graph_));
   if (is_gpu) gpus_.push_back(v);
   return v;
 }
@@ -97,7 +83,7 @@ VertexId ClusterGraph::add_device(Device device) {
 void ClusterGraph::add_link(VertexId from, VertexId to, LinkKind kind, double bytes_per_s,
                             TimeNs latency_ns) {
   const Link link{kind, bytes_per_s, latency_ns, num_links()};
-  links_.push_back(boost::add_edge(from, to, link, graph_).first);
+  links_.push_back(boost::add_edge(from, to, link, (*graph_)).first);
 }
 
 void ClusterGraph::add_duplex_link(VertexId a, VertexId b, LinkKind kind, double bytes_per_s,
@@ -108,8 +94,8 @@ void ClusterGraph::add_duplex_link(VertexId a, VertexId b, LinkKind kind, double
 
 int ClusterGraph::num_nodes() const {
   int largest = -1;
-  for (VertexId v : boost::make_iterator_range(boost::vertices(graph_))) {
-    largest = std::max(largest, graph_[v].node);
+  for (VertexId v : boost::make_iterator_range(boost::vertices(*graph_))) {
+    largest = std::max(largest, (*graph_)[v].node);
   }
   return largest + 1;
 }

@@ -5,6 +5,7 @@
 #include <boost/graph/adjacency_list.hpp>
 #include <string>
 #include <string_view>
+#include <memory>
 #include <vector>
 
 #include "sim/base/units.hpp"
@@ -42,13 +43,15 @@ using VertexId = Graph::vertex_descriptor;
 
 class ClusterGraph {
  public:
-  ClusterGraph() = default;
-  // Copies/moves re-point the link table at the new graph's edges (boost::adjacency_list has no
-  // move constructor, and its edge descriptors point into the graph they came from).
+  ClusterGraph();
+  // A copy re-points the link table at the new graph's edges (edge descriptors point into the
+  // graph they came from). boost::adjacency_list has no move constructor, so the graph lives on
+  // the heap: a move takes it whole, and its edge descriptors stay valid (a 16K-GPU cluster was
+  // copied twice on its way out of the builder).
   ClusterGraph(const ClusterGraph& other);
-  ClusterGraph(ClusterGraph&& other);
+  ClusterGraph(ClusterGraph&& other) noexcept = default;
   ClusterGraph& operator=(const ClusterGraph& other);
-  ClusterGraph& operator=(ClusterGraph&& other);
+  ClusterGraph& operator=(ClusterGraph&& other) noexcept = default;
 
   VertexId add_device(Device device);          // GPUs get gpu_index in insertion order
   // Adds the two directed edges a->b and b->a with the same properties.
@@ -57,21 +60,21 @@ class ClusterGraph {
 
   int num_gpus() const { return static_cast<int>(gpus_.size()); }
   VertexId gpu(int gpu_index) const { return gpus_.at(gpu_index); }
-  int node_of_gpu(int gpu_index) const { return graph_[gpus_.at(gpu_index)].node; }
+  int node_of_gpu(int gpu_index) const { return (*graph_)[gpus_.at(gpu_index)].node; }
   int num_nodes() const;                       // 1 + largest node index of any device
   int num_links() const { return static_cast<int>(links_.size()); }
-  const Link& link(int id) const { return graph_[links_.at(id)]; }
+  const Link& link(int id) const { return (*graph_)[links_.at(id)]; }
   // Multiplies the bandwidth of link `id` by factor (> 0).
-  void scale_link(int id, double factor) { graph_[links_.at(id)].bytes_per_s *= factor; }
-  VertexId link_source(int id) const { return boost::source(links_.at(id), graph_); }
-  VertexId link_target(int id) const { return boost::target(links_.at(id), graph_); }
-  const Device& device(VertexId v) const { return graph_[v]; }
-  const Graph& graph() const { return graph_; }
+  void scale_link(int id, double factor) { (*graph_)[links_.at(id)].bytes_per_s *= factor; }
+  VertexId link_source(int id) const { return boost::source(links_.at(id), *graph_); }
+  VertexId link_target(int id) const { return boost::target(links_.at(id), *graph_); }
+  const Device& device(VertexId v) const { return (*graph_)[v]; }
+  const Graph& graph() const { return *graph_; }
 
  private:
   void reindex_links();
 
-  Graph graph_;
+  std::unique_ptr<Graph> graph_;  // never null but when moved from
   std::vector<VertexId> gpus_;
   std::vector<Graph::edge_descriptor> links_;
 };
