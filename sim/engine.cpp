@@ -62,7 +62,6 @@ class Simulation {
       fold_ = TpFold(plan_, options.fold_tp && !(sink_ && detail == TraceDetail::all));
     ranks_.resize(n);
     stage_of_.resize(n);
-    inbox_.resize(n);
     recvs_delivered_.assign(2 * static_cast<std::size_t>(n), 0);
     if (fold_.on()) launches_ = CopyLaunches(n, kNumCollectiveGroups);
     rendezvous_locks_ = std::vector<tbb::spin_mutex>(static_cast<std::size_t>(kNumCollectiveGroups) * n);
@@ -196,6 +195,12 @@ class Simulation {
 
   void run_shard(int shard) {
     Shard& sh = shards_[shard];
+    // The global network's deliveries from the last merge, in the order they came.
+    for (const auto& [rank, ev] : sh.deliveries) {
+      deliver(rank, ev);
+      push_head(sh, rank);
+    }
+    sh.deliveries.clear();
     sh.active.clear();
     sh.heads.take_before(window_end_, sh.active);
     sh.active_domains.clear();
@@ -211,7 +216,6 @@ class Simulation {
       prefetch(sh.units, k + 8, false);
       prefetch(sh.units, k + 4, true);
       const int r = sh.units.rank(k);
-      take_inbox(r);
       rank_events_.run(ranks_[r], r, window_end_);
     }
     // The global network's collectives' posts are counted here; the merge gets their latest.
@@ -432,31 +436,21 @@ class Simulation {
 
   // A rank event caused by the network; it must lie beyond the current window (lookahead). A
   // node domain's ranks get their heads after the domains' phase.
-  // The global network's go to the rank's inbox (its own thread takes them in when it next runs
-  // the rank, so the merge writes no rank's state); op < 0 is -1 - stream: the op before the
-  // stream's cursor, found when the rank takes it in.
+  // The global network's go to the rank's shard (its own thread schedules them when it next
+  // runs the shard, so the merge writes no rank's state); op < 0 is -1 - stream: the op before
+  // the stream's cursor, found when the delivery is scheduled.
   void schedule_remote(Domain& d, int rank, int op, TimeNs start, TimeNs end) {
     if (end < window_end_)
       throw std::logic_error("engine: a transfer ended within the lookahead window; its latency tail is below "
                              "kLookaheadNs");
     if (&d == &global_) {
-      inbox_[rank].push_back(LocalEvent{end, 0, op, start});
       Shard& sh = shards_[shard_of_[rank]];
-      sh.heads.set(rank, std::min(sh.heads.time(rank), end));
+      sh.deliveries.emplace_back(rank, LocalEvent{end, 0, op, start});
       sh.next = std::min(sh.next, end);
       return;
     }
-    take_inbox(rank);
     deliver(rank, LocalEvent{end, 0, op, start});
     d.touched.push_back(rank);
-  }
-
-  // Schedules the rank's deliveries from the global network, in the order they came.
-  void take_inbox(int rank) {
-    std::vector<LocalEvent>& in = inbox_[rank];
-    if (in.empty()) return;
-    for (const LocalEvent& ev : in) deliver(rank, ev);
-    in.clear();
   }
 
   void deliver(int rank, const LocalEvent& ev) {
@@ -536,7 +530,6 @@ class Simulation {
   tbb::task_arena arena_;
   std::vector<RankState> ranks_;
   std::vector<int> stage_of_;                   // per rank (read by the merge instead of its state)
-  std::vector<std::vector<LocalEvent>> inbox_;  // per rank: the global network's deliveries not yet scheduled
   std::vector<int> recvs_delivered_;            // per rank: receives delivered from the previous stage, the next
   std::vector<StageOps> ops_;  // per stage
   RankEvents rank_events_;

@@ -12,7 +12,7 @@
 // crosses, engine_domains.hpp), buffering what they do to shared state (posting a collective,
 // starting a send) and their trace records. Then the calling thread applies those actions in
 // (time, rank, sequence) order together with the global network's events; what the network
-// delivers to a rank waits in the rank's inbox until its own thread next runs it. The result
+// delivers to a rank waits in its shard until the shard's own thread next runs it. The result
 // and the trace are identical for any thread count.
 //
 // Thread safety: an Engine is used by one thread at a time (it may use `threads` TBB workers).

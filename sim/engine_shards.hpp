@@ -5,6 +5,7 @@
 // shard runs.
 #pragma once
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "sim/engine_rank_heads.hpp"
@@ -23,6 +24,9 @@ struct alignas(64) Shard {
   std::vector<int> active;   // its ranks with events in the current window, ascending
   std::vector<int> active_domains;
   std::vector<Action> actions;     // for the global network, from the current window
+  // The global network's deliveries to its ranks from the last merge, scheduled when the shard
+  // next runs (on its own thread: the merge writes no rank's state, and appends here in order).
+  std::vector<std::pair<int, LocalEvent>> deliveries;
   TimeNs next = RankHeads::kNone;  // its earliest event after the window (the merge lowers it)
 };
 
