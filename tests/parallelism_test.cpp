@@ -124,6 +124,44 @@ TEST_CASE("the interleaved schedule follows Megatron's order", "[program]") {
   CHECK(p.chunk_first_layer(0, 1) == 2);
 }
 
+TEST_CASE("interleaving splits uneven stages with the extra layers away from the embedding and the head", "[program]") {
+  // Llama 3 405B's layout on 4 stages: 4 + 5 + 5 + 4 layers (the embedding and the head count as
+  // a layer each), 2 chunks per stage. Blocks in model order (chunk-major):
+  // s0c0 [0,2) s1c0 [2,5) s2c0 [5,8) s3c0 [8,10) s0c1 [10,12) s1c1 [12,14) s2c1 [14,16) s3c1 [16,18).
+  ParallelPlan p = plan_of(1, 4, 1, 1, 8, Recompute::none);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.stage_layers = {4, 5, 5, 4};
+  ModelShape m = find_model("gpt-1.7b");
+  m.layers = 18;
+  validate_plan(p, m, 4);
+  const int first[4][2] = {{0, 10}, {2, 12}, {5, 14}, {8, 16}};
+  const int count[4][2] = {{2, 2}, {3, 2}, {3, 2}, {2, 2}};
+  for (int s = 0; s < 4; ++s)
+    for (int c = 0; c < 2; ++c) {
+      INFO("stage " << s << " chunk " << c);
+      CHECK(p.chunk_first_layer(s, c) == first[s][c]);
+      CHECK(p.chunk_layers(s, c) == count[s][c]);
+    }
+  // Stage 0 gives its extra layer to its last chunk: 5 layers on 2 chunks are 2 + 3.
+  p.stage_layers = {5, 4, 4, 5};
+  CHECK(p.chunk_layers(0, 0) == 2);
+  CHECK(p.chunk_layers(0, 1) == 3);
+  CHECK(p.chunk_layers(3, 0) == 3);
+  CHECK(p.chunk_layers(3, 1) == 2);
+  // Every layer's forward runs once per micro-batch, on one stage.
+  const Program prog = build_program(m, p);
+  std::vector<int> forwards(m.layers, 0);
+  for (const StageProgram& st : prog.stages)
+    for (int i = 0; i < st.size(); ++i)
+      if (st.kind[i] == OpKind::qkv_proj && st.phase[i] == Phase::forward) ++forwards[st.layer[i]];
+  for (int l = 0; l < m.layers; ++l) CHECK(forwards[l] == p.micro_batches());
+  // A stage with fewer layers than chunks is refused, naming both keys.
+  p.stage_layers = {1, 6, 6, 5};
+  CHECK_THROWS_WITH(validate_plan(p, m, 4), Catch::Contains("parallel.virtual_stages = 2") &&
+                                                 Catch::Contains("parallel.stage_layers"));
+}
+
 TEST_CASE("an interleaved pipeline runs to the end and keeps at most its warm-up in flight", "[program][engine]") {
   ModelShape m = find_model("gpt-1.7b");
   ParallelPlan p = plan_of(1, 4, 1, 1, 8, Recompute::none);

@@ -91,11 +91,19 @@ int ParallelPlan::first_layer(int stage) const {
   return std::accumulate(stage_layers.begin(), stage_layers.begin() + stage, 0);
 }
 
-int ParallelPlan::chunk_layers(int stage) const { return stage_layers[stage] / virtual_stages; }
+int ParallelPlan::chunk_layers(int stage, int chunk) const {
+  const int n = stage_layers[stage], v = virtual_stages;
+  const int extra = n % v;
+  const bool gets_extra = stage == 0 ? chunk >= v - extra : chunk < extra;
+  return n / v + (gets_extra ? 1 : 0);
+}
 
 int ParallelPlan::chunk_first_layer(int stage, int chunk) const {
   if (virtual_stages == 1) return first_layer(stage);
-  return (chunk * pp + stage) * chunk_layers(stage);  // interleaving requires equal stages
+  int first = 0;  // the blocks before: all stages' earlier chunks, then this chunk's earlier stages
+  for (int c = 0; c <= chunk; ++c)
+    for (int s = 0; s < (c < chunk ? pp : stage); ++s) first += chunk_layers(s, c);
+  return first;
 }
 
 namespace {
@@ -220,11 +228,11 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (plan.schedule == Schedule::interleaved) {
     if (plan.pp < 2) throw InputError("parallel.schedule = interleaved needs parallel.pp >= 2");
     for (int n : plan.stage_layers)
-      if (n != plan.stage_layers.front() || n % plan.virtual_stages != 0)
+      if (n < plan.virtual_stages)
         throw InputError(fmt::format(
-            "parallel.schedule = interleaved: every stage must hold the same number of layers, divisible by "
-            "parallel.virtual_stages = {} (model.layers = {} over parallel.pp = {})",
-            plan.virtual_stages, model.layers, plan.pp));
+            "parallel.schedule = interleaved: a stage of {} layers cannot hold parallel.virtual_stages = {} model "
+            "chunks (every chunk needs >= 1 layer); lower virtual_stages or set parallel.stage_layers",
+            n, plan.virtual_stages));
     if (plan.micro_batches() % plan.pp != 0)
       throw InputError(fmt::format(
           "parallel.schedule = interleaved: the {} micro-batches per step must be a multiple of parallel.pp = {} "

@@ -80,8 +80,11 @@ struct ParallelPlan {
   int first_layer(int stage) const;  // global index of the stage's first transformer layer
   // Layers of model chunk `chunk` of `stage` as [first, first + count): with interleaving the
   // chunks of all stages take turns (chunk c of stage s is the (c x pp + s)-th block of layers).
+  // A stage whose layers do not divide by virtual_stages gives its extra layers to the chunks
+  // away from the embedding and the head: the last chunks of the first stage, the first chunks
+  // of the others (Llama 3's 405B run: one layer fewer on the first and the last stage).
   int chunk_first_layer(int stage, int chunk) const;
-  int chunk_layers(int stage) const;
+  int chunk_layers(int stage, int chunk) const;
 };
 
 // Parses "t,d,p"-style orders ("tp,dp,pp" innermost first); throws InputError naming the key.

@@ -151,7 +151,7 @@ class StageBuilder {
     int prev = -1, recv = -1;
     if (first_chunk(pass.chunk)) prev = chain(ops_.embedding_forward(), Phase::forward, -1, mb, -1);
     else prev = recv = receive(Group::pp_prev, Phase::forward, mb);
-    const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_);
+    const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_, pass.chunk);
     int gathered = sharded_params() ? gather_layer(Phase::forward, begin, mb, -1) : -1;
     for (int l = begin; l < begin + count; ++l) {
       const int first_op = p_.size();
@@ -210,7 +210,7 @@ class StageBuilder {
     } else {
       prev = recv = receive(Group::pp_next, Phase::backward, mb);
     }
-    const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_);
+    const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_, pass.chunk);
     int gathered = sharded_params() ? gather_layer(Phase::backward, begin + count - 1, mb, -1) : -1;
     for (int l = begin + count - 1; l >= begin; --l) {
       const int first_op = p_.size();
