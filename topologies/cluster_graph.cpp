@@ -75,7 +75,7 @@ void ClusterGraph::reindex_links() {
 VertexId ClusterGraph::add_device(Device device) {
   const bool is_gpu = device.kind == DeviceKind::gpu;
   device.gpu_index = is_gpu ? num_gpus() : -1;
-  const VertexId v = boost::add_vertex(std::move(device), (*graph_));
+  const VertexId v = boost::add_vertex(std::move(device), *graph_);
   if (is_gpu) gpus_.push_back(v);
   return v;
 }
@@ -83,7 +83,7 @@ VertexId ClusterGraph::add_device(Device device) {
 void ClusterGraph::add_link(VertexId from, VertexId to, LinkKind kind, double bytes_per_s,
                             TimeNs latency_ns) {
   const Link link{kind, bytes_per_s, latency_ns, num_links()};
-  links_.push_back(boost::add_edge(from, to, link, (*graph_)).first);
+  links_.push_back(boost::add_edge(from, to, link, *graph_).first);
 }
 
 void ClusterGraph::add_duplex_link(VertexId a, VertexId b, LinkKind kind, double bytes_per_s,
