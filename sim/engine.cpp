@@ -91,12 +91,25 @@ class Simulation {
     std::vector<char> owned(graph.num_links(), 0);
     for (int l = 0; l < graph.num_links(); ++l) owned[l] = domains_.domain_of_link[l] >= 0;
     global_.transfers.forbid(std::move(owned));
-    for (int k = 0; k < threads_ * shards_per_thread_; ++k) shards_.emplace_back(n, static_cast<int>(nodes_.size()));
     shard_of_ = shard_of_ranks(domains_.domain_of_rank, static_cast<int>(nodes_.size()), threads_, plan_.pp,
                                shards_per_thread_);
+    std::vector<std::vector<int>> ranks_of(threads_ * shards_per_thread_), domains_of(ranks_of.size());
+    local_of_rank_.resize(n);
+    local_of_domain_.assign(nodes_.size(), -1);
+    for (int r = 0; r < n; ++r) {
+      local_of_rank_[r] = static_cast<int>(ranks_of[shard_of_[r]].size());
+      ranks_of[shard_of_[r]].push_back(r);
+      const int d = domains_.domain_of_rank[r];
+      if (d >= 0 && local_of_domain_[d] < 0) {
+        local_of_domain_[d] = static_cast<int>(domains_of[shard_of_[r]].size());
+        domains_of[shard_of_[r]].push_back(d);
+      }
+    }
+    for (std::size_t k = 0; k < ranks_of.size(); ++k)
+      shards_.emplace_back(std::move(ranks_of[k]), std::move(domains_of[k]), static_cast<int>(nodes_.size()));
     for (int r = 0; r < n; ++r) {
       if (fold_.shadow(r)) continue;
-      shards_[shard_of_[r]].heads.set(r, 0);
+      shards_[shard_of_[r]].heads.set(local_of_rank_[r], 0);
       shards_[shard_of_[r]].next = 0;
     }
   }
@@ -181,7 +194,7 @@ class Simulation {
   // Sets the rank's head time to its earliest pending event (a rank with none keeps no head).
   void push_head(Shard& sh, int rank) {
     const RankState& s = ranks_[rank];
-    if (!s.queue.empty()) sh.heads.set(rank, s.queue.front().time);
+    if (!s.queue.empty()) sh.heads.set(local_of_rank_[rank], s.queue.front().time);
   }
   static TimeNs network_next(const Domain& d) {
     const TimeNs next = d.transfers.next_event();
@@ -201,10 +214,7 @@ class Simulation {
       push_head(sh, rank);
     }
     sh.deliveries.clear();
-    sh.active.clear();
-    sh.heads.take_before(window_end_, sh.active);
-    sh.active_domains.clear();
-    sh.domain_heads.take_before(window_end_, sh.active_domains);
+    sh.take_before(window_end_);
     sh.units.form(sh.active, domains_.domain_of_rank, sh.active_domains);
     for (std::size_t i = 0; i < sh.units.size(); ++i) run_unit(sh, sh.units[i]);
     for (int r : sh.active) push_head(sh, r);
@@ -237,7 +247,7 @@ class Simulation {
     for (int r : dom.touched) push_head(sh, r);
     dom.touched.clear();
     const TimeNs next = network_next(dom);
-    sh.domain_heads.set(u.domain, next == Transfers::kNever ? RankHeads::kNone : next);
+    sh.domain_heads.set(local_of_domain_[u.domain], next == Transfers::kNever ? RankHeads::kNone : next);
   }
 
   // The domain that carries an action's transfer: its node's when the transfer stays in it.
@@ -559,6 +569,8 @@ class Simulation {
   int shards_per_thread_;
   std::vector<Shard> shards_;    // shards_per_thread_ per thread, in the crew's task order
   std::vector<int> shard_of_;    // per rank: its shard
+  std::vector<int> local_of_rank_;    // per rank: its index in its shard's ranks
+  std::vector<int> local_of_domain_;  // per node domain: its index in its shard's domains
   WindowCrew crew_;
   std::vector<int> active_;      // scratch of write_records(): the window's active ranks
   std::vector<Action> actions_;

@@ -17,7 +17,14 @@ namespace dtsim {
 // The ranks and node domains of one crew task: their head times, the current window's tasks,
 // and the global network's actions they left.
 struct alignas(64) Shard {
-  Shard(int ranks, int domains) : heads(ranks), domain_heads(domains), units(domains) {}
+  Shard(std::vector<int> its_ranks, std::vector<int> its_domains, int all_domains)
+      : ranks(std::move(its_ranks)), domains(std::move(its_domains)), heads(static_cast<int>(ranks.size())),
+        domain_heads(static_cast<int>(domains.size())), units(all_domains) {}
+  // Its ranks and node domains, ascending. The head tables hold them by index in these lists,
+  // so a window scans the shard's own blocks of heads only (with all ranks' tables, the 8
+  // shards of a 2-thread 16K step scanned 256 blocks each per window, ~0.25 s in all).
+  std::vector<int> ranks;
+  std::vector<int> domains;
   RankHeads heads;           // its ranks' earliest pending events (not those of the current window)
   RankHeads domain_heads;    // its node domains' next network events
   WindowUnits units;         // the current window's tasks
@@ -28,6 +35,17 @@ struct alignas(64) Shard {
   // next runs (on its own thread: the merge writes no rank's state, and appends here in order).
   std::vector<std::pair<int, LocalEvent>> deliveries;
   TimeNs next = RankHeads::kNone;  // its earliest event after the window (the merge lowers it)
+
+  // Takes the ranks and node domains with a head before `limit` into `active` and
+  // `active_domains`, ascending.
+  void take_before(TimeNs limit) {
+    active.clear();
+    heads.take_before(limit, active);
+    for (int& r : active) r = ranks[r];
+    active_domains.clear();
+    domain_heads.take_before(limit, active_domains);
+    for (int& d : active_domains) d = domains[d];
+  }
 };
 
 // Per rank, its shard, shards_per_thread consecutive shards per thread. Threads own node
