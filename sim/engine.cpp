@@ -110,7 +110,7 @@ class Simulation {
     for (int r = 0; r < n; ++r) {
       if (fold_.shadow(r)) continue;
       shards_[shard_of_[r]].heads.set(local_of_rank_[r], 0);
-      shards_[shard_of_[r]].next = 0;
+      ranks_next_ = 0;
     }
   }
 
@@ -139,7 +139,7 @@ class Simulation {
 
   EngineResult run() {
     crew_.run(
-        arena_, [](void* self, int shard) { static_cast<Simulation*>(self)->run_shard(shard); }, this,
+        arena_, [](void* self, int shard) -> std::int64_t { return static_cast<Simulation*>(self)->run_shard(shard); }, this,
         [this] { run_windows(); });
     for (int r = 0; r < plan_.num_ranks(); ++r) {
       if (!fold_.shadow(r)) continue;
@@ -153,11 +153,10 @@ class Simulation {
   void run_windows() {
     const bool parallel = plan_.num_ranks() >= parallel_from_ranks_;
     while (true) {
-      TimeNs t = network_next(global_);
-      for (const Shard& sh : shards_) t = std::min(t, sh.next);
+      const TimeNs t = std::min({network_next(global_), ranks_next_, deliveries_next_});
       if (t == Transfers::kNever) break;
       window_end_ = t + kLookaheadNs;
-      crew_.run_window(parallel);
+      ranks_next_ = crew_.run_window(parallel);
       merge_window();
     }
   }
@@ -206,7 +205,8 @@ class Simulation {
   // sequence) order (they touch only that node's ranks and network), or a few active ranks
   // outside node domains; then their next events. ----
 
-  void run_shard(int shard) {
+  // Returns the shard's earliest event after the window.
+  TimeNs run_shard(int shard) {
     Shard& sh = shards_[shard];
     // The global network's deliveries from the last merge, in the order they came.
     for (const auto& [rank, ev] : sh.deliveries) {
@@ -218,7 +218,7 @@ class Simulation {
     sh.units.form(sh.active, domains_.domain_of_rank, sh.active_domains);
     for (std::size_t i = 0; i < sh.units.size(); ++i) run_unit(sh, sh.units[i]);
     for (int r : sh.active) push_head(sh, r);
-    sh.next = std::min(sh.heads.min_time(), sh.domain_heads.min_time());
+    return std::min(sh.heads.min_time(), sh.domain_heads.min_time());
   }
 
   void run_unit(Shard& sh, const WindowUnits::Unit& u) {
@@ -277,6 +277,7 @@ class Simulation {
   }
 
   void merge_window() {
+    deliveries_next_ = Transfers::kNever;
     actions_.clear();
     for (Shard& sh : shards_) {
       actions_.insert(actions_.end(), sh.actions.begin(), sh.actions.end());
@@ -456,7 +457,7 @@ class Simulation {
     if (&d == &global_) {
       Shard& sh = shards_[shard_of_[rank]];
       sh.deliveries.emplace_back(rank, LocalEvent{end, 0, op, start});
-      sh.next = std::min(sh.next, end);
+      deliveries_next_ = std::min(deliveries_next_, end);
       return;
     }
     deliver(rank, LocalEvent{end, 0, op, start});
@@ -554,6 +555,8 @@ class Simulation {
   NodeDomains domains_;
   std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
+  TimeNs ranks_next_ = Transfers::kNever;       // the ranks' and node domains' earliest event after the window
+  TimeNs deliveries_next_ = Transfers::kNever;  // the earliest delivery of the last merge
   // Steps of fewer ranks run every window on the leader alone (the shards in turn): their
   // windows hold too few events to pay for handing them out (BLOOM, 384 ranks, ~30 events a
   // window: 0.63 s on 1 thread, 1.04 s on 2 with its windows handed out; Llama 3 405B at 1K

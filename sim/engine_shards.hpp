@@ -30,11 +30,12 @@ struct alignas(64) Shard {
   WindowUnits units;         // the current window's tasks
   std::vector<int> active;   // its ranks with events in the current window, ascending
   std::vector<int> active_domains;
-  std::vector<Action> actions;     // for the global network, from the current window
+  // What the merge reads and writes, each on cache lines of its own: the shard's owner and the
+  // merge's thread pass them back and forth only when they hold something.
+  alignas(64) std::vector<Action> actions;     // for the global network, from the current window
   // The global network's deliveries to its ranks from the last merge, scheduled when the shard
   // next runs (on its own thread: the merge writes no rank's state, and appends here in order).
-  std::vector<std::pair<int, LocalEvent>> deliveries;
-  TimeNs next = RankHeads::kNone;  // its earliest event after the window (the merge lowers it)
+  alignas(64) std::vector<std::pair<int, LocalEvent>> deliveries;
 
   // Takes the ranks and node domains with a head before `limit` into `active` and
   // `active_domains`, ascending.

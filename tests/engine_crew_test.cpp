@@ -1,9 +1,10 @@
-// The engine's window crew (sim/engine_crew.hpp): every window runs each task exactly once,
-// also with more threads than the machine lends workers (the leader claims the tasks of helpers
-// that never start), and an exception thrown by a task reaches the caller without leaving a
+// The engine's window crew (sim/engine_crew.hpp): every window runs each task exactly once and
+// returns the least value its tasks returned, also with more threads than the machine lends
+// workers (the leader claims the tasks of helpers that never start), and an exception thrown by a task reaches the caller without leaving a
 // helper waiting.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <stdexcept>
 #include <vector>
 
@@ -19,10 +20,13 @@ struct Counts {
   int throw_at = -1;      // the window in which task 1 throws, -1: never
 };
 
-void count(void* context, int task) {
+// Returns a value whose least is the window's one task chosen by the window number.
+std::int64_t count(void* context, int task) {
   Counts& c = *static_cast<Counts*>(context);
   if (task == 1 && c.window == c.throw_at) throw std::runtime_error("task 1 failed");
   ++c.runs[task];
+  const int tasks = static_cast<int>(c.runs.size());
+  return task == c.window % tasks ? c.window : 1000000 + task;
 }
 
 }  // namespace
@@ -41,7 +45,8 @@ TEST_CASE("the crew runs every task once per window, parallel or not", "[threads
       const int windows = 2000;
       crew.run(arena, count, &c, [&] {
         for (c.window = 0; c.window < windows; ++c.window) {
-          crew.run_window(c.window % 3 != 0);  // every third window on the leader alone
+          // every third window on the leader alone
+          REQUIRE(crew.run_window(c.window % 3 != 0) == c.window);
           for (int k = 0; k < tasks; ++k) REQUIRE(c.runs[k] == c.window + 1);
         }
       });
