@@ -94,7 +94,7 @@ std::vector<int> uneven_stages(const ModelShape& m, int pp) {
 
 std::string stage_layers_text(const ModelShape& m, int pp) {
   std::string out;
-  for (int n : uneven_stages(m, pp)) out += (out.empty() ? "" : ",") + std::to_string(n);
+  for (int n : uneven_stages(m, pp)) out += fmt::format("{}{}", out.empty() ? "" : ",", n);
   return out.empty() ? "auto" : out;
 }
 

@@ -31,7 +31,7 @@ enum class TraceDetail { summary, stages, all };
 
 struct EngineOptions {
   int threads = 1;                // TBB worker threads for the rank-local phase, >= 1
-  std::vector<double> gpu_speed;  // compute speed factor per GPU (> 0; 1 = nominal); empty = all 1
+  std::vector<double> gpu_speed{};  // compute speed factor per GPU (> 0; 1 = nominal); empty = all 1
   bool node_domains = true;       // in-node transfers on per-node flow networks where they can be (engine_domains.hpp)
   bool lone_domains = true;       // node domains whose flows never share a link timed in closed form; same results
   bool kernel_chains = true;      // runs of kernels with one event each run (engine_rank.hpp); same results
