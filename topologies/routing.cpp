@@ -44,23 +44,35 @@ std::vector<bool> reachable(const G& g, VertexId start) {
   return seen;
 }
 
-// Thrown by the search's visitor once the destination is settled (its route is final then).
-struct RouteFound {};
-
 // Remembers every vertex touched (to reset the scratch maps) and each vertex's last relaxed
-// edge; stops at the destination.
+// edge; notes when the destination is settled (its route is final then).
 struct SearchVisitor : boost::default_dijkstra_visitor {
   VertexId dst;
   std::vector<VertexId>* touched;
   std::vector<Graph::edge_descriptor>* pred_edge;
+  bool* settled;
   template <class G>
   void discover_vertex(VertexId v, const G&) const { touched->push_back(v); }
   template <class G>
   void edge_relaxed(Graph::edge_descriptor e, const G& g) const { (*pred_edge)[boost::target(e, g)] = e; }
   template <class G>
   void examine_vertex(VertexId v, const G&) const {
-    if (v == dst) throw RouteFound{};
+    if (v == dst) *settled = true;
   }
+};
+
+// The search's queue as breadth_first_visit sees it: empty once the destination is settled, so
+// the search stops there. (Stopping by throwing from the visitor, as Boost's documentation
+// suggests, serialised parallel searches: unwinding takes a process-wide lock in libgcc.)
+template <class Queue>
+struct UntilSettled {
+  using value_type = typename Queue::value_type;
+  Queue* queue;
+  const bool* settled;
+  bool empty() const { return *settled || queue->empty(); }
+  value_type& top() { return queue->top(); }
+  void pop() { queue->pop(); }
+  void push(const value_type& v) { queue->push(v); }
 };
 
 // Vertices a route between two nodes may cross: fabric devices and the two nodes' own, less the
@@ -175,14 +187,14 @@ const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
     return std::lower_bound(known.begin(), known.end(), dst_gpu, [](const auto& entry, int dst) { return entry.first < dst; });
   };
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    tbb::spin_mutex::scoped_lock lock(mutex_);
     if (by_src_.empty()) by_src_.resize(graph_.num_gpus());
     auto& known = by_src_.at(src_gpu);
     const auto at = find(known);
     if (at != known.end() && at->first == dst_gpu) return *at->second;
   }
   RouteInfo info = search(src_gpu, dst_gpu);
-  std::lock_guard<std::mutex> lock(mutex_);
+  tbb::spin_mutex::scoped_lock lock(mutex_);
   auto& known = by_src_[src_gpu];
   const auto at = find(known);
   if (at != known.end() && at->first == dst_gpu) return *at->second;  // another thread's search, the same route
@@ -221,14 +233,14 @@ RouteInfo Router::search(int src_gpu, int dst_gpu) const {
   const auto heap_index = boost::make_iterator_property_map(s.heap_index.begin(), index);
   using Queue = boost::d_ary_heap_indirect<VertexId, 4, decltype(heap_index), decltype(dist), std::less<double>>;
   Queue queue(dist, heap_index, std::less<double>());
+  bool settled = false;
   boost::detail::dijkstra_bfs_visitor<SearchVisitor, Queue, decltype(weight), decltype(pred), decltype(dist),
                                       boost::closed_plus<double>, std::less<double>>
-      visitor(SearchVisitor{{}, dst, &s.touched, &s.pred_edge}, queue, weight, pred, dist, boost::closed_plus<double>(),
-              std::less<double>(), 0.0);
-  try {
-    boost::breadth_first_visit(fg, &src, &src + 1, queue, visitor, boost::make_iterator_property_map(s.color.begin(), index));
-  } catch (const RouteFound&) {
-  }
+      visitor(SearchVisitor{{}, dst, &s.touched, &s.pred_edge, &settled}, queue, weight, pred, dist,
+              boost::closed_plus<double>(), std::less<double>(), 0.0);
+  UntilSettled<Queue> until_settled{&queue, &settled};
+  boost::breadth_first_visit(fg, &src, &src + 1, until_settled, visitor,
+                             boost::make_iterator_property_map(s.color.begin(), index));
   const bool found = s.pred[dst] != dst;
   if (found) {
     for (VertexId v = dst; v != src; v = boost::source(s.pred_edge[v], g)) {

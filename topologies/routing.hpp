@@ -5,7 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <deque>
-#include <mutex>
+#include <tbb/spin_mutex.h>
 #include <span>
 #include <utility>
 #include <vector>
@@ -47,7 +47,7 @@ class Router {
   // or to a device of a node it serves, so a search skips the leaves that serve neither end node.
   std::vector<char> leaf_;
   std::vector<std::vector<VertexId>> node_leaves_;  // per node index: the leaf switches its devices link to
-  mutable std::mutex mutex_;
+  mutable tbb::spin_mutex mutex_;  // held for a lookup or an insertion only, never for a search
   // Cached routes (a deque keeps references stable); per source GPU, (destination, route)
   // sorted by destination: a route lookup reads one small contiguous list, not a hash node.
   mutable std::deque<RouteInfo> routes_;
