@@ -7,7 +7,6 @@
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
-#include <tbb/spin_mutex.h>
 #include <tbb/task_arena.h>
 
 #include <algorithm>
@@ -64,7 +63,6 @@ class Simulation {
     stage_of_.resize(n);
     recvs_delivered_.assign(2 * static_cast<std::size_t>(n), 0);
     if (fold_.on()) launches_ = CopyLaunches(n, kNumCollectiveGroups);
-    rendezvous_locks_ = std::vector<tbb::spin_mutex>(static_cast<std::size_t>(kNumCollectiveGroups) * n);
     for (auto& per_leader : lowered_) per_leader.resize(n);
     send_paths_.resize(2 * static_cast<std::size_t>(n));
     for (const StageProgram& stage : program.stages) ops_.emplace_back(stage, compute);
@@ -217,6 +215,7 @@ class Simulation {
     sh.take_before(window_end_);
     sh.units.form(sh.active, domains_.domain_of_rank, sh.active_domains);
     for (std::size_t i = 0; i < sh.units.size(); ++i) run_unit(sh, sh.units[i]);
+    gather_posts(sh.posts);
     for (int r : sh.active) push_head(sh, r);
     return std::min(sh.heads.min_time(), sh.domain_heads.min_time());
   }
@@ -228,16 +227,17 @@ class Simulation {
       const int r = sh.units.rank(k);
       rank_events_.run(ranks_[r], r, window_end_);
     }
-    // The global network's collectives' posts are counted here; the merge gets their latest.
+    // The global network's collectives' posts are gathered per group in the shard (the merge
+    // adds them to their groups' rendezvous).
     for (std::size_t k = u.begin; k < u.end; ++k) {
       RankState& s = ranks_[sh.units.rank(k)];
       for (const Action& a : s.actions) {
         const int d = domain_of(a);
         assert(d < 0 || d == u.domain);
-        Action last;
+        const StageProgram& p = program_.stages[s.stage];
         if (d >= 0) nodes_[d].actions.push_back(a);
-        else if (program_.stages[s.stage].comm[a.op] == CommKind::send) sh.actions.push_back(a);
-        else if (arrive(a, last, threads_ > 1)) sh.actions.push_back(last);
+        else if (p.comm[a.op] == CommKind::send) sh.actions.push_back(a);
+        else sh.posts.push_back(Posts{p.group[a.op], groups_.leader(a.rank, p.group[a.op]), 1, a});
       }
       s.actions.clear();
     }
@@ -282,6 +282,10 @@ class Simulation {
     for (Shard& sh : shards_) {
       actions_.insert(actions_.end(), sh.actions.begin(), sh.actions.end());
       sh.actions.clear();
+      Action last;
+      for (const Posts& p : sh.posts)
+        if (arrive(p, last)) actions_.push_back(last);
+      sh.posts.clear();
     }
     std::sort(actions_.begin(), actions_.end(), action_order);
     for (const Action& a : actions_) {
@@ -320,13 +324,13 @@ class Simulation {
   }
 
   // A node domain's action (a post or a send), or the global network's (a send, or the latest
-  // post of a collective whose rendezvous the window's tasks completed).
+  // post of a collective whose rendezvous the window's posts completed).
   void apply(Domain& d, const Action& a) {
     const StageProgram& p = program_.stages[stage_of_[a.rank]];
     if (p.comm[a.op] != CommKind::send) {
       Action last;
       if (&d == &global_) launch_collective(d, a);
-      else if (arrive(a, last, false)) launch_collective(d, last);
+      else if (arrive(Posts{p.group[a.op], groups_.leader(a.rank, p.group[a.op]), 1, a}, last)) launch_collective(d, last);
       return;
     }
     const int dst = groups_.peer(a.rank, p.group[a.op]);
@@ -385,25 +389,41 @@ class Simulation {
     d.transfers.start(now, hops, phase_tails, tag);
   }
 
-  // A member posts collective a.op. When that completes the group's rendezvous, `last` is the
-  // latest post in (time, rank, sequence) order, where the collective starts; with `lock`, under
-  // the rendezvous' lock (posts of the global network's collectives, counted in the window's
-  // tasks: members of one group may run on different threads).
-  bool arrive(const Action& a, Action& last, bool lock) {
-    const StageProgram& p = program_.stages[stage_of_[a.rank]];
-    const Group g = p.group[a.op];
-    const std::vector<int>& group = groups_.members(a.rank, g);
-    const int leader = groups_.leader(a.rank, g);
-    std::optional<tbb::spin_mutex::scoped_lock> held;
-    if (lock) held.emplace(rendezvous_locks_[static_cast<std::size_t>(collective_group_index(g)) * plan_.num_ranks() + leader]);
-    Rendezvous& rv = groups_.rendezvous(leader, g);
-    ++rv.arrived;
-    if (rv.last.rank < 0 || action_order(rv.last, a)) rv.last = a;
+  // Members post a collective of their group. When that completes the group's rendezvous,
+  // `last` is the latest post in (time, rank, sequence) order, where the collective starts.
+  bool arrive(const Posts& posts, Action& last) {
+    const Group g = posts.group;
+    Rendezvous& rv = groups_.rendezvous(posts.leader, g);
+    rv.arrived += posts.count;
+    if (rv.last.rank < 0 || action_order(rv.last, posts.last)) rv.last = posts.last;
     // Folded, a TP group has only its representative (engine_fold.hpp).
-    if (rv.arrived < (fold_.folds_ranks() && g == Group::tp ? 1 : static_cast<int>(group.size()))) return false;
+    const int members = fold_.folds_ranks() && g == Group::tp ? 1 : static_cast<int>(groups_.members(posts.leader, g).size());
+    if (rv.arrived < members) return false;
     last = rv.last;
     rv = Rendezvous{};
     return true;
+  }
+
+  // A shard's posts of the window, one entry per group: sorted by group, the counts summed and
+  // the latest kept. Where a group's members run on both threads, each thread counts its own
+  // (counted under a lock in the tasks, the rendezvous' lines crossed cores at nearly every post:
+  // 2.1 M posts in the 16K step).
+  static void gather_posts(std::vector<Posts>& posts) {
+    if (posts.size() < 2) return;
+    std::sort(posts.begin(), posts.end(), [](const Posts& a, const Posts& b) {
+      return a.group != b.group ? a.group < b.group : a.leader < b.leader;
+    });
+    std::size_t out = 0;
+    for (std::size_t i = 1; i < posts.size(); ++i) {
+      Posts& kept = posts[out];
+      if (posts[i].group == kept.group && posts[i].leader == kept.leader) {
+        kept.count += posts[i].count;
+        if (action_order(kept.last, posts[i].last)) kept.last = posts[i].last;
+      } else {
+        posts[++out] = posts[i];
+      }
+    }
+    posts.resize(out + 1);
   }
 
   // Starts the collective whose rendezvous `last` (the latest post) completed.
@@ -547,7 +567,6 @@ class Simulation {
   RankGroups groups_;
   TpFold fold_;                   // off unless EngineOptions::tp_symmetric applies
   CopyLaunches launches_;         // with fold_ on
-  std::vector<tbb::spin_mutex> rendezvous_locks_;  // per collective group index and leader
   static constexpr std::size_t kLoweredPerGroup = 4;
   std::array<std::vector<std::vector<Lowered>>, kNumCollectiveGroups> lowered_;  // per group index, by leader rank
   Domain global_;                 // the network of everything no node domain owns

@@ -27,6 +27,14 @@ struct Rendezvous {
   Action last{-1, -1, 0, -1};
 };
 
+// Posts of a collective by `count` members of the group led by `leader`, the latest `last`.
+struct Posts {
+  Group group;
+  int leader;
+  int count;
+  Action last;
+};
+
 class RankGroups {
  public:
   RankGroups(const ParallelPlan& plan, const CommModel& comm) : plan_(plan), comm_(comm) {

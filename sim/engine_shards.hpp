@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/engine_groups.hpp"
 #include "sim/engine_rank_heads.hpp"
 #include "sim/engine_state.hpp"
 #include "sim/engine_units.hpp"
@@ -36,6 +37,9 @@ struct alignas(64) Shard {
   // The global network's deliveries to its ranks from the last merge, scheduled when the shard
   // next runs (on its own thread: the merge writes no rank's state, and appends here in order).
   alignas(64) std::vector<std::pair<int, LocalEvent>> deliveries;
+  // Its ranks' posts of the global network's collectives in the current window, one entry per
+  // group once the shard's task is done (engine.cpp's gather_posts).
+  alignas(64) std::vector<Posts> posts;
 
   // Takes the ranks and node domains with a head before `limit` into `active` and
   // `active_domains`, ascending.
