@@ -397,7 +397,7 @@ class Simulation {
     rv.arrived += posts.count;
     if (rv.last.rank < 0 || action_order(rv.last, posts.last)) rv.last = posts.last;
     // Folded, a TP group has only its representative (engine_fold.hpp).
-    const int members = fold_.folds_ranks() && g == Group::tp ? 1 : static_cast<int>(groups_.members(posts.leader, g).size());
+    const int members = fold_.folds_ranks() && g == Group::tp ? 1 : groups_.size(g);
     if (rv.arrived < members) return false;
     last = rv.last;
     rv = Rendezvous{};

@@ -70,8 +70,7 @@ class RankGroups {
       int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
       const int base = coord;
       const int stride = g == Group::expert_dp ? plan_.ep : 1;
-      const int size = g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
-                                                                                                    : plan_.dp;
+      const int size = this->size(g);
       if (g == Group::embedding) {
         out.push_back(plan_.rank_of(c));
         coord = plan_.pp - 1;
@@ -84,6 +83,12 @@ class RankGroups {
       }
     }
     return out;
+  }
+
+  // How many ranks a group of kind g holds (the embedding group: the first and the last stage).
+  int size(Group g) const {
+    return g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
+                                     : g == Group::embedding ? 2 : plan_.dp;
   }
 
   // Whether `rank` is the first of its group, without building the group.
