@@ -237,7 +237,7 @@ class Simulation {
         const StageProgram& p = program_.stages[s.stage];
         if (d >= 0) nodes_[d].actions.push_back(a);
         else if (p.comm[a.op] == CommKind::send) sh.actions.push_back(a);
-        else sh.posts.push_back(Posts{p.group[a.op], groups_.leader(a.rank, p.group[a.op]), 1, a});
+        else sh.posts.push_back(groups_.post(p.group[a.op], a));
       }
       s.actions.clear();
     }
@@ -261,7 +261,7 @@ class Simulation {
   }
 
   void run_domain(Domain& d) {
-    std::sort(d.actions.begin(), d.actions.end(), action_order);
+    std::sort(d.actions.begin(), d.actions.end(), action_before);
     for (const Action& a : d.actions) {
       run_network(d, a.time);
       apply(d, a);
@@ -271,10 +271,6 @@ class Simulation {
   }
 
   // ---- Merge phase: sequential, in (time, rank, sequence) order. ----
-
-  static bool action_order(const Action& a, const Action& b) {
-    return a.time != b.time ? a.time < b.time : a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
-  }
 
   void merge_window() {
     deliveries_next_ = Transfers::kNever;
@@ -287,7 +283,7 @@ class Simulation {
         if (arrive(p, last)) actions_.push_back(last);
       sh.posts.clear();
     }
-    std::sort(actions_.begin(), actions_.end(), action_order);
+    std::sort(actions_.begin(), actions_.end(), action_before);
     for (const Action& a : actions_) {
       run_network(global_, a.time);
       apply(global_, a);
@@ -330,7 +326,7 @@ class Simulation {
     if (p.comm[a.op] != CommKind::send) {
       Action last;
       if (&d == &global_) launch_collective(d, a);
-      else if (arrive(Posts{p.group[a.op], groups_.leader(a.rank, p.group[a.op]), 1, a}, last)) launch_collective(d, last);
+      else if (arrive(groups_.post(p.group[a.op], a), last)) launch_collective(d, last);
       return;
     }
     const int dst = groups_.peer(a.rank, p.group[a.op]);
@@ -389,41 +385,9 @@ class Simulation {
     d.transfers.start(now, hops, phase_tails, tag);
   }
 
-  // Members post a collective of their group. When that completes the group's rendezvous,
-  // `last` is the latest post in (time, rank, sequence) order, where the collective starts.
+  // RankGroups::arrive; folded, a TP group has only its representative (engine_fold.hpp).
   bool arrive(const Posts& posts, Action& last) {
-    const Group g = posts.group;
-    Rendezvous& rv = groups_.rendezvous(posts.leader, g);
-    rv.arrived += posts.count;
-    if (rv.last.rank < 0 || action_order(rv.last, posts.last)) rv.last = posts.last;
-    // Folded, a TP group has only its representative (engine_fold.hpp).
-    const int members = fold_.folds_ranks() && g == Group::tp ? 1 : groups_.size(g);
-    if (rv.arrived < members) return false;
-    last = rv.last;
-    rv = Rendezvous{};
-    return true;
-  }
-
-  // A shard's posts of the window, one entry per group: sorted by group, the counts summed and
-  // the latest kept. Where a group's members run on both threads, each thread counts its own
-  // (counted under a lock in the tasks, the rendezvous' lines crossed cores at nearly every post:
-  // 2.1 M posts in the 16K step).
-  static void gather_posts(std::vector<Posts>& posts) {
-    if (posts.size() < 2) return;
-    std::sort(posts.begin(), posts.end(), [](const Posts& a, const Posts& b) {
-      return a.group != b.group ? a.group < b.group : a.leader < b.leader;
-    });
-    std::size_t out = 0;
-    for (std::size_t i = 1; i < posts.size(); ++i) {
-      Posts& kept = posts[out];
-      if (posts[i].group == kept.group && posts[i].leader == kept.leader) {
-        kept.count += posts[i].count;
-        if (action_order(kept.last, posts[i].last)) kept.last = posts[i].last;
-      } else {
-        posts[++out] = posts[i];
-      }
-    }
-    posts.resize(out + 1);
+    return groups_.arrive(posts, fold_.folds_ranks() && posts.group == Group::tp ? 1 : groups_.size(posts.group), last);
   }
 
   // Starts the collective whose rendezvous `last` (the latest post) completed.

@@ -38,7 +38,7 @@ struct alignas(64) Shard {
   // next runs (on its own thread: the merge writes no rank's state, and appends here in order).
   alignas(64) std::vector<std::pair<int, LocalEvent>> deliveries;
   // Its ranks' posts of the global network's collectives in the current window, one entry per
-  // group once the shard's task is done (engine.cpp's gather_posts).
+  // group once the shard's task is done (gather_posts, engine_groups.hpp).
   alignas(64) std::vector<Posts> posts;
 
   // Takes the ranks and node domains with a head before `limit` into `active` and

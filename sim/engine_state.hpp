@@ -37,6 +37,11 @@ struct Action {
   std::int32_t op;
 };
 
+// The order actions are applied in: (time, rank, sequence).
+inline bool action_before(const Action& a, const Action& b) {
+  return a.time != b.time ? a.time < b.time : a.rank != b.rank ? a.rank < b.rank : a.seq < b.seq;
+}
+
 struct RankState {
   int stage = 0;
   bool traced = false;
