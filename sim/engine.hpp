@@ -4,16 +4,16 @@
 // delivers its message to the peer's matching receive when the transfer ends.
 //
 // Parallel scheme (conservative windows): every cross-rank effect goes through the network and
-// arrives at least kLookaheadNs (the smallest launch latency of a collective or send) after it
-// was caused. So all rank events in [T, T + kLookaheadNs), T the earliest pending event, can be
-// handled rank by rank in parallel. Each of the `threads` threads owns a shard of the ranks and
-// node domains for the whole step (engine_crew.hpp): it runs its ranks' events of the window
-// and its node domains' networks (transfers that stay inside a node on NVLink links nothing else
-// crosses, engine_domains.hpp), buffering what they do to shared state (posting a collective,
-// starting a send) and their trace records. Then the calling thread applies those actions in
-// (time, rank, sequence) order together with the global network's events; what the network
-// delivers to a rank waits in its shard until the shard's own thread next runs it. The result
-// and the trace are identical for any thread count.
+// arrives at least the lookahead (the least latency tail of any collective or send the step can
+// start, found before the step) after it was caused. So all rank events in [T, T + lookahead), T
+// the earliest pending event, can be handled rank by rank in parallel. Each of the `threads`
+// threads owns a shard of the ranks and node domains for the whole step (engine_crew.hpp): it runs
+// its ranks' events of the window and its node domains' networks (transfers that stay inside a node
+// on NVLink links nothing else crosses, engine_domains.hpp), buffering what they do to shared state
+// (posting a collective, starting a send) and their trace records. Then the calling thread applies
+// those actions in (time, rank, sequence) order together with the global network's events; what the
+// network delivers to a rank waits in its shard until the shard's own thread next runs it. The
+// result and the trace are identical for any thread count.
 //
 // Thread safety: an Engine is used by one thread at a time (it may use `threads` TBB workers).
 #pragma once

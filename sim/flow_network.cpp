@@ -31,12 +31,16 @@ bool FlowNetwork::finished(const Flow& f) const {
   return remaining_now(f) <= std::min(1e-9 * f.size, 1.0);
 }
 
+void FlowNetwork::settle(Flow& f) const {
+  f.remaining = remaining_now(f);
+  f.updated_at = now_;
+}
+
 // Settles the flow's progress to now, then switches it to `rate` and reschedules its finish.
 void FlowNetwork::set_rate(int id, double rate) {
   Flow& f = flows_[id];
   if (rate == f.rate) return;
-  f.remaining = remaining_now(f);
-  f.updated_at = now_;
+  settle(f);
   for (const Hop& h : f.hops)
     for (int k = 0; k < h.crossings; ++k) links_[h.link].load += rate - f.rate;
   f.rate = rate;
@@ -192,17 +196,25 @@ void FlowNetwork::solve() {
 void FlowNetwork::solve_component() {
   comp_links_.clear();
   comp_flows_.clear();
+  bound_.clear();
   auto visit_flow = [this](int f) {
     if (flow_seen_[f]) return;
     flow_seen_[f] = 1;
+    fixed_[f] = 0;
     comp_flows_.push_back(f);
+    // One pass over the route: its coupling links join the component, its relaxed links bound it.
+    double bound = std::numeric_limits<double>::infinity();
     for (const Hop& h : flows_[f].hops) {
       const int l = h.link;
-      if (links_[l].coupling && !link_seen_[l]) {
+      const LinkState& link = links_[l];
+      if (!link.coupling) {
+        bound = std::min(bound, relaxed_bound(link));
+      } else if (!link_seen_[l]) {
         link_seen_[l] = 1;
         comp_links_.push_back(l);
       }
     }
+    bound_.push_back(bound);
   };
   for (int l : dirty_links_) {
     link_dirty_[l] = 0;
@@ -246,24 +258,25 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     link_pos_[l] = static_cast<int>(i);
     if (unfixed_[l] > 0) heap_.emplace_back(residual_[l] / unfixed_[l], static_cast<int>(i));
   }
-  bound_.resize(flows.size());
-  for (std::size_t i = 0; i < flows.size(); ++i) {
-    double bound = std::numeric_limits<double>::infinity();
-    for (const Hop& h : flows_[flows[i]].hops)
-      if (!links_[h.link].coupling) bound = std::min(bound, relaxed_bound(links_[h.link]));
-    bound_[i] = bound;
-    if (bound < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound, -1 - static_cast<int>(i));
-    fixed_[flows[i]] = 0;
-  }
+  for (std::size_t i = 0; i < flows.size(); ++i)
+    if (bound_[i] < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound_[i], -1 - static_cast<int>(i));
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   std::size_t left = flows.size();
+  // set_rate(f, share) and the share's subtraction from f's coupling links, in one pass over its
+  // route.
   auto fix = [&](int f, double share, int best) {
     fixed_[f] = 1;
     --left;
-    set_rate(f, share);
-    for (const Hop& h : flows_[f].hops) {
+    Flow& flow = flows_[f];
+    const bool changed = share != flow.rate;
+    const double gain = share - flow.rate;
+    if (changed) settle(flow);
+    for (const Hop& h : flow.hops) {
       const int l = h.link;
-      if (!links_[l].coupling) continue;
+      LinkState& link = links_[l];
+      if (changed)
+        for (int k = 0; k < h.crossings; ++k) link.load += gain;
+      if (!link.coupling) continue;
       // Each crossing takes the share (as k flows would, one subtraction each).
       for (int k = 0; k < h.crossings; ++k) residual_[l] = std::max(0.0, residual_[l] - share);
       unfixed_[l] -= h.crossings;
@@ -271,6 +284,10 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
         heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
       }
+    }
+    if (changed) {
+      flow.rate = share;
+      schedule(f);
     }
   };
   while (left > 0) {

@@ -66,6 +66,7 @@ class FlowNetwork {
 
   double remaining_now(const Flow& f) const;
   bool finished(const Flow& f) const;
+  void settle(Flow& f) const;  // its remaining bytes as of now (before its rate changes)
   void set_rate(int id, double rate);
   void schedule(int id);
   void mark_dirty(int link);
@@ -133,7 +134,7 @@ class FlowNetwork {
   std::vector<int> unfixed_;
   std::vector<char> fixed_;
   std::vector<int> link_pos_;                   // link -> its position in the component's links
-  std::vector<double> bound_;                   // per component flow: least capacity of its relaxed links
+  std::vector<double> bound_;                   // per component flow: the least bound of its relaxed links
   // (fair share, position): min-heap of fill(); position >= 0 a link of the component, -1 - i
   // the relaxed-link bound of the component's flow i.
   std::vector<std::pair<double, int>> heap_;
