@@ -37,7 +37,7 @@ Run simulate(Scenario sc, EngineOptions options) {
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const Program program = build_program(sc.model, sc.plan);
-  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol);
+  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm);
   if (!sc.slow_gpus.empty()) {
     options.gpu_speed.assign(graph.num_gpus(), 1.0);
     for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;
@@ -118,7 +118,7 @@ TEST_CASE("a small step's windows on the calling thread give what handed-out win
   const Scenario sc = load("bloom-176b.ini", {});
   const ClusterGraph graph = make_cluster(sc);
   const Program program = build_program(sc.model, sc.plan);
-  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol);
+  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm);
   REQUIRE(graph.num_gpus() < EngineOptions{}.parallel_from_ranks);
   EngineOptions options;
   options.threads = 2;
@@ -137,6 +137,22 @@ void check_same_on(const std::vector<std::pair<std::string, std::vector<std::str
     const auto [a, b] = both(sc);
     check_same(a, b, events_ratio ? events_ratio(sc) : 1);
   }
+}
+
+TEST_CASE("windows as long as the step's least latency tail: every protocol and algorithm", "[engine][threads]") {
+  // The lookahead is the least tail of any transfer the step can start; a transfer that ended
+  // inside its window would throw (schedule_remote). Forced protocols and algorithms give each
+  // step other least tails: LL's and Simple's 30 µs bases, LL128's 50 µs, trees' and the
+  // hierarchical phases' steps; DP groups of 4 GPUs on each of 2 nodes, PCIe with host staging.
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases;
+  for (const char* protocol : {"ll", "ll128", "simple"})
+    for (const char* algorithm : {"ring", "tree", "hierarchical"})
+      cases.push_back({"gpt-1.7b-32xa100.ini",
+                       {std::string("--cluster.nccl_protocol=") + protocol, std::string("--cluster.nccl_algorithm=") + algorithm,
+                        "--parallel.tp=2", "--parallel.pp=2", "--parallel.dp=8", "--parallel.rank_order=tp,dp,pp",
+                        "--output.trace_detail=full"}});
+  cases.push_back({"gpt-neox-20b-2x3090.ini", {"--cluster.nccl_protocol=ll", "--output.trace_detail=full"}});
+  check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1), simulate(sc, 3)); });
 }
 
 TEST_CASE("per-node flow networks give what one flow network gives", "[engine][threads]") {
