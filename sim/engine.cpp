@@ -19,6 +19,7 @@
 #include "sim/engine_domains.hpp"
 #include "sim/engine_fold.hpp"
 #include "sim/engine_groups.hpp"
+#include "sim/engine_lookahead.hpp"
 #include "sim/engine_ops.hpp"
 #include "sim/engine_rank.hpp"
 #include "sim/engine_rank_heads.hpp"
@@ -110,60 +111,19 @@ class Simulation {
     }
   }
 
-  // The step's lookahead: the least latency tail of any transfer it can start. A cross-rank
-  // effect is a transfer's end, which comes that tail after the network event that ends its
-  // flows (or its last phase's) or after its start, so nothing a rank does at t reaches another
-  // rank before t + the lookahead; the merge checks it (schedule_remote). Each group leader's
-  // collectives are costed on its rings as launch_collective costs them (every member stage's
-  // sizes), and each rank's pipeline sends on their paths. At 16K GPUs the least is a send's
-  // (44 µs, against the 30 µs launch base that bounds every tail): 11 % fewer windows.
-  //
-  // The rings and send paths found here are the step's own (route searches are independent: the
-  // router searches in parallel and caches under a lock), so with threads they are found on all
-  // of them before the step rather than one by one as the step first needs them. Routes do not
-  // depend on the order they are found in.
+  // The step's lookahead (engine_lookahead.hpp). The rings and send paths it costs are the
+  // step's own (route searches are independent: the router searches in parallel and caches under
+  // a lock), so with threads they are found on all of them before the step rather than one by one
+  // as the step first needs them. Routes do not depend on the order they are found in.
   TimeNs prepare_transfers() {
-    struct Collective {
-      Group group;
-      CommKind kind;
-      double bytes;
-      bool operator==(const Collective&) const = default;
-    };
-    std::vector<std::vector<Collective>> collectives(program_.stages.size());  // per stage, distinct
-    std::vector<std::array<bool, 2>> sends(program_.stages.size(), {false, false});  // per stage: to prev, to next
-    for (std::size_t s = 0; s < program_.stages.size(); ++s) {
-      const StageProgram& p = program_.stages[s];
-      for (int op = 0; op < p.size(); ++op) {
-        if (p.comm[op] == CommKind::send) {
-          sends[s][p.group[op] == Group::pp_next ? 1 : 0] = true;
-        } else if (p.comm[op] != CommKind::none && p.comm[op] != CommKind::recv) {
-          const Collective c{p.group[op], p.comm[op], p.bytes[op]};
-          if (std::find(collectives[s].begin(), collectives[s].end(), c) == collectives[s].end()) collectives[s].push_back(c);
-        }
-      }
-    }
-    const Group group_at[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
+    const StepTransfers transfers(program_);
     std::vector<TimeNs> least(plan_.num_ranks(), Transfers::kNever);
     for_each_index(least.size(), true, 16, [&](std::size_t i) {
       const int r = static_cast<int>(i);
-      TimeNs& tail = least[i];
-      for (Group g : group_at) {
-        if (!groups_.leads(r, g)) continue;
-        // The stages of its members (the embedding group spans two), each costed with its sizes.
-        std::array<int, 2> stages{-1, -1};
-        for (int m : groups_.members(r, g))
-          if (stage_of_[m] != stages[0] && stage_of_[m] != stages[1]) stages[stages[0] < 0 ? 0 : 1] = stage_of_[m];
-        for (int s : stages) {
-          if (s < 0) continue;
-          for (const Collective& c : collectives[s])
-            if (c.group == g) tail = std::min(tail, comm_.cost(c.kind, c.bytes, groups_.rings(r, g)).tails().back());
-        }
-      }
-      for (bool to_next : {false, true})
-        if (sends[stage_of_[r]][to_next]) {
-          const int dst = groups_.peer(r, to_next ? Group::pp_next : Group::pp_prev);
-          tail = std::min(tail, comm_.send_tail(send_path(r, to_next, dst).path));
-        }
+      least[i] = transfers.least_tail(r, stage_of_, groups_, comm_, [&](bool to_next) {
+        const int dst = groups_.peer(r, to_next ? Group::pp_next : Group::pp_prev);
+        return comm_.send_tail(send_path(r, to_next, dst).path);
+      });
     });
     const TimeNs step_least = *std::min_element(least.begin(), least.end());
     return step_least == Transfers::kNever ? kLeastBaseNs : step_least;
