@@ -31,16 +31,12 @@ bool FlowNetwork::finished(const Flow& f) const {
   return remaining_now(f) <= std::min(1e-9 * f.size, 1.0);
 }
 
-void FlowNetwork::settle(Flow& f) const {
-  f.remaining = remaining_now(f);
-  f.updated_at = now_;
-}
-
 // Settles the flow's progress to now, then switches it to `rate` and reschedules its finish.
 void FlowNetwork::set_rate(int id, double rate) {
   Flow& f = flows_[id];
   if (rate == f.rate) return;
-  settle(f);
+  f.remaining = remaining_now(f);
+  f.updated_at = now_;
   for (const Hop& h : f.hops)
     for (int k = 0; k < h.crossings; ++k) links_[h.link].load += rate - f.rate;
   f.rate = rate;
@@ -262,21 +258,13 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     if (bound_[i] < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound_[i], -1 - static_cast<int>(i));
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   std::size_t left = flows.size();
-  // set_rate(f, share) and the share's subtraction from f's coupling links, in one pass over its
-  // route.
   auto fix = [&](int f, double share, int best) {
     fixed_[f] = 1;
     --left;
-    Flow& flow = flows_[f];
-    const bool changed = share != flow.rate;
-    const double gain = share - flow.rate;
-    if (changed) settle(flow);
-    for (const Hop& h : flow.hops) {
+    set_rate(f, share);
+    for (const Hop& h : flows_[f].hops) {
       const int l = h.link;
-      LinkState& link = links_[l];
-      if (changed)
-        for (int k = 0; k < h.crossings; ++k) link.load += gain;
-      if (!link.coupling) continue;
+      if (!links_[l].coupling) continue;
       // Each crossing takes the share (as k flows would, one subtraction each).
       for (int k = 0; k < h.crossings; ++k) residual_[l] = std::max(0.0, residual_[l] - share);
       unfixed_[l] -= h.crossings;
@@ -284,10 +272,6 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
         heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
       }
-    }
-    if (changed) {
-      flow.rate = share;
-      schedule(f);
     }
   };
   while (left > 0) {

@@ -66,7 +66,6 @@ class FlowNetwork {
 
   double remaining_now(const Flow& f) const;
   bool finished(const Flow& f) const;
-  void settle(Flow& f) const;  // its remaining bytes as of now (before its rate changes)
   void set_rate(int id, double rate);
   void schedule(int id);
   void mark_dirty(int link);
