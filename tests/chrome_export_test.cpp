@@ -17,8 +17,8 @@
 #include <string>
 
 #include "sim/base/error.hpp"
-#include "sim/chrome_export.hpp"
-#include "sim/hdf5_trace_reader.hpp"
+#include "sim/trace/chrome_export.hpp"
+#include "sim/trace/hdf5_reader.hpp"
 #include "workloads/program.hpp"
 
 namespace fs = std::filesystem;

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "sim/hdf5_trace_reader.hpp"
+#include "sim/trace/hdf5_reader.hpp"
 
 namespace fs = std::filesystem;
 

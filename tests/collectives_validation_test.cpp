@@ -10,7 +10,7 @@
 #include <iostream>
 #include <string>
 
-#include "sim/collective_bench.hpp"
+#include "sim/network/collective_bench.hpp"
 #include "topologies/builders.hpp"
 
 using namespace dtsim;

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "sim/base/error.hpp"
-#include "sim/comm_model.hpp"
-#include "sim/transfers.hpp"
+#include "sim/network/comm_model.hpp"
+#include "sim/network/transfers.hpp"
 #include "topologies/builders.hpp"
 
 using namespace dtsim;

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/compute_model.hpp"
-#include "sim/engine.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/engine/engine.hpp"
 #include "tests/program_helpers.hpp"
 #include "topologies/builders.hpp"
 

@@ -1,4 +1,4 @@
-// The engine's window crew (sim/engine_crew.hpp): every window runs each task exactly once and
+// The engine's window crew (sim/engine/crew.hpp): every window runs each task exactly once and
 // returns the least value its tasks returned, also with more threads than the machine lends
 // workers (the leader claims the tasks of helpers that never start), and an exception thrown by a task reaches the caller without leaving a
 // helper waiting.
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/engine_crew.hpp"
+#include "sim/engine/crew.hpp"
 
 using namespace dtsim;
 

@@ -5,8 +5,8 @@
 #include <map>
 #include <set>
 
-#include "sim/comm_model.hpp"
-#include "sim/engine.hpp"
+#include "sim/network/comm_model.hpp"
+#include "sim/engine/engine.hpp"
 #include "topologies/builders.hpp"
 #include "workloads/program.hpp"
 

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/engine.hpp"
-#include "sim/engine_domains.hpp"
-#include "sim/run.hpp"
-#include "sim/scenario.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/engine/domains.hpp"
+#include "sim/scenario/run.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "workloads/program.hpp"
 
 namespace po = boost::program_options;
@@ -156,7 +156,7 @@ TEST_CASE("windows as long as the step's least latency tail: every protocol and 
 }
 
 TEST_CASE("per-node flow networks give what one flow network gives", "[engine][threads]") {
-  // In-node transfers on their nodes' own flow networks (engine_domains.hpp) share no link with
+  // In-node transfers on their nodes' own flow networks (domains.hpp) share no link with
   // the rest, so the step, the per-rank rows, the link bytes and the trace rows are unchanged.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"bloom-176b.ini", {}},
@@ -172,7 +172,7 @@ TEST_CASE("per-node flow networks give what one flow network gives", "[engine][t
 }
 
 TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads]") {
-  // A chain's kernels are handled at their own times (engine_rank.hpp); with collectives
+  // A chain's kernels are handled at their own times (rank.hpp); with collectives
   // overlapping kernels (BLOOM's DP reduction, TP overlap) and slow GPUs the chains are retimed.
   // The summary and per-rank rows match one event per kernel; a full trace runs without chains.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -223,7 +223,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kTpSymmetric
 
 TEST_CASE("TP copies' transfers carried by their representative's give what separate transfers give", "[engine][threads]") {
   // Every rank runs; each send and collective leaving a TP group carries its TP peers' as well
-  // (engine_fold.hpp). The step, per-rank rows, link bytes, events and every rank's trace rows
+  // (fold.hpp). The step, per-rank rows, link bytes, events and every rank's trace rows
   // are the same.
   std::vector<std::pair<std::string, std::vector<std::string>>> cases = kTpSymmetric;
   cases.push_back({"gpt-1.7b-32xa100.ini", {"--parallel.tp=8", "--parallel.dp=4", "--output.trace_detail=full"}});
@@ -234,7 +234,7 @@ TEST_CASE("TP copies' transfers carried by their representative's give what sepa
 }
 
 TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engine][threads]") {
-  // One rank per TP group runs for the group (engine_fold.hpp). The step, per-rank rows, link
+  // One rank per TP group runs for the group (fold.hpp). The step, per-rank rows, link
   // bytes and the stage ranks' trace rows are the same, from 1/tp the events.
   check_same_on(
       kTpSymmetric,

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "sim/base/error.hpp"
-#include "sim/collective_bench.hpp"
-#include "sim/comm_model.hpp"
-#include "sim/transfers.hpp"
+#include "sim/network/collective_bench.hpp"
+#include "sim/network/comm_model.hpp"
+#include "sim/network/transfers.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/routing.hpp"
 

@@ -17,7 +17,7 @@
 #include <string>
 #include <thread>
 
-#include "sim/sweep_table.hpp"
+#include "sim/sweep/table.hpp"
 #include "tests/cli_scratch.hpp"
 
 namespace fs = std::filesystem;

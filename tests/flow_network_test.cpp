@@ -7,7 +7,7 @@
 #include <tuple>
 #include <vector>
 
-#include "sim/flow_network.hpp"
+#include "sim/network/flow_network.hpp"
 
 using namespace dtsim;
 

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <iostream>
 
-#include "sim/compute_model.hpp"
-#include "sim/csv.hpp"
+#include "sim/compute/compute_model.hpp"
+#include "sim/base/csv.hpp"
 
 using namespace dtsim;
 

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 #include "topologies/builders.hpp"
 
 using namespace dtsim;

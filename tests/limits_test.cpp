@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "sim/base/error.hpp"
-#include "sim/scenario.hpp"
-#include "sim/validate.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/validation/validate.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/dot_io.hpp"
 

@@ -6,10 +6,10 @@
 
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 #include "topologies/builders.hpp"
 #include "workloads/program.hpp"
-#include "sim/guide_check.hpp"
+#include "sim/validation/guide_check.hpp"
 #include "workloads/memory_fit.hpp"
 
 using namespace dtsim;

@@ -8,9 +8,9 @@
 #include <map>
 
 #include "sim/base/error.hpp"
-#include "sim/comm_model.hpp"
-#include "sim/engine.hpp"
-#include "sim/transfers.hpp"
+#include "sim/network/comm_model.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/network/transfers.hpp"
 #include "tests/program_helpers.hpp"
 #include "topologies/builders.hpp"
 #include "workloads/layer_params.hpp"

@@ -9,11 +9,11 @@
 #include <boost/program_options.hpp>
 #include <set>
 
-#include "sim/comm_model.hpp"
-#include "sim/engine.hpp"
-#include "sim/run.hpp"
-#include "sim/scenario.hpp"
-#include "sim/transfers.hpp"
+#include "sim/network/comm_model.hpp"
+#include "sim/engine/engine.hpp"
+#include "sim/scenario/run.hpp"
+#include "sim/scenario/scenario.hpp"
+#include "sim/network/transfers.hpp"
 #include "topologies/builders.hpp"
 
 using namespace dtsim;

@@ -6,7 +6,7 @@
 
 #include <set>
 
-#include "sim/engine.hpp"
+#include "sim/engine/engine.hpp"
 #include "tests/program_helpers.hpp"
 #include "topologies/builders.hpp"
 #include "workloads/pipeline_schedule.hpp"

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "sim/validate.hpp"
+#include "sim/validation/validate.hpp"
 
 using namespace dtsim;
 

@@ -7,8 +7,8 @@
 #include <random>
 
 #include "sim/base/error.hpp"
-#include "sim/sweep_axes.hpp"
-#include "sim/sweep_progress.hpp"
+#include "sim/sweep/axes.hpp"
+#include "sim/sweep/progress.hpp"
 
 using namespace dtsim;
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <thread>
 #include <vector>
 
-#include "sim/sweep_journal.hpp"
-#include "sim/sweep_runner.hpp"
+#include "sim/sweep/journal.hpp"
+#include "sim/sweep/runner.hpp"
 
 using namespace dtsim;
 

@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "sim/base/error.hpp"
-#include "sim/sweep_journal.hpp"
+#include "sim/sweep/journal.hpp"
 
 namespace fs = std::filesystem;
 using namespace dtsim;

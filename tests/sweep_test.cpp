@@ -14,9 +14,9 @@
 #include <random>
 #include <sstream>
 
-#include "sim/hdf5_trace_reader.hpp"
-#include "sim/hdf5_trace_sink.hpp"
-#include "sim/sweep_table.hpp"
+#include "sim/trace/hdf5_reader.hpp"
+#include "sim/trace/hdf5_sink.hpp"
+#include "sim/sweep/table.hpp"
 #include "tests/cli_scratch.hpp"
 
 namespace fs = std::filesystem;

@@ -9,8 +9,8 @@
 #include <string>
 
 #include "sim/base/error.hpp"
-#include "sim/hdf5_trace_reader.hpp"
-#include "sim/hdf5_trace_sink.hpp"
+#include "sim/trace/hdf5_reader.hpp"
+#include "sim/trace/hdf5_sink.hpp"
 
 namespace fs = std::filesystem;
 using namespace dtsim;

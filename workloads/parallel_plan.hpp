@@ -57,7 +57,7 @@ struct ParallelPlan {
   // Gradients reduced in fp32 (FSDP's reduce_dtype = fp32, Megatron's
   // --accumulate-allreduce-grads-in-fp32) instead of the training precision. This and `dropout`
   // default to the closed forms' setting (Megatron fp16 GPT, as in ZeRO's and Korthikanti's
-  // formulas); the scenario keys default to how LLMs train today (sim/scenario.cpp).
+  // formulas); the scenario keys default to how LLMs train today (sim/scenario/scenario.cpp).
   bool grad_reduce_fp32 = false;
   Attention attention = Attention::standard;
   bool dropout = true;               // dropout on attention probabilities and layer outputs

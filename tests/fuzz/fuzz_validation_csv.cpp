@@ -8,7 +8,7 @@
 #include <string>
 
 #include "sim/base/error.hpp"
-#include "sim/validate.hpp"
+#include "sim/validation/validate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));

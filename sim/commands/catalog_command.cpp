@@ -1,0 +1,72 @@
+// `dtsim catalog`: prints the model, GPU or link catalog (see catalog_command.hpp).
+#include "sim/commands/catalog_command.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+#include <string>
+
+#include "sim/network/comm_model.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/units.hpp"
+#include "topologies/gpu_catalog.hpp"
+#include "topologies/link_catalog.hpp"
+#include "workloads/model.hpp"
+
+namespace dtsim {
+namespace {
+
+void print_models() {
+  std::cout << fmt::format("{:<30} {:>9} {:>9} {:>4} {:>6} {:>5} {:>4} {:>6} {:>6} {:>7} {:>6}  {}\n", "model", "params B",
+                           "active B", "L", "h", "a", "kv", "ffn", "kind", "vocab", "seq", "source");
+  for (const ModelShape& m : model_catalog()) {
+    const std::string ffn = m.is_moe() ? fmt::format("{}+{}x{}", m.active_experts, m.shared_experts, m.expert_ffn_hidden)
+                                       : std::to_string(m.ffn_or_default());
+    const std::string kind = m.is_moe() ? fmt::format("moe{}", m.experts) : std::string(ffn_kind_name(m.ffn));
+    std::cout << fmt::format("{:<30} {:>9.2f} {:>9.2f} {:>4} {:>6} {:>5} {:>4} {:>6} {:>6} {:>7} {:>6}  {}\n", m.name,
+                             m.total_params() / 1e9, m.active_params() / 1e9, m.layers, m.hidden, m.heads,
+                             m.is_mla() ? std::string("mla") : std::to_string(m.kv_heads_or_heads()), ffn, kind, m.vocab,
+                             m.seq_len, m.source);
+  }
+  std::cout << "(active: parameters one token uses; moe: routed experts, ffn = active + shared x expert size; mla: "
+               "latent attention)\n";
+}
+
+void print_gpus() {
+  std::cout << fmt::format("{:<16} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>5}  {}\n", "GPU", "GiB", "HBM GB/s",
+                           "FP32 TF", "BF16 TF", "FP8 TF", "MAMF TF", "NVLink", "NVL GB/s", "PCIe", "source");
+  for (const GpuSpec& g : gpu_catalog())
+    std::cout << fmt::format("{:<16} {:>6.0f} {:>7.0f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>6} {:>9.2f} {:>5}  {}\n", g.name,
+                             g.memory_bytes / kGiB, g.hbm_bytes_per_s / 1e9, g.fp32_flops / 1e12, g.bf16_flops / 1e12,
+                             g.fp8_flops / 1e12, g.measured_matmul_bf16_flops / 1e12,
+                             g.nvlink_gen == 0 ? std::string("-")
+                                               : fmt::format("{}{}", g.nvlink_gen, g.nvlink_bridge_only ? "br" : ""),
+                             g.nvlink_bytes_per_s / 1e9, g.pcie_gen, g.source);
+  std::cout << "(TF: dense tensor-core TFLOP/s, BF16 with FP32 accumulate; MAMF: best measured BF16 GEMM, 0 = unknown; "
+               "NVLink br: bridge only)\n";
+}
+
+void print_links() {
+  std::cout << fmt::format("{:<14} {:>12} {:>11} {:>10}  {:<42} {}\n", "kind", "GB/s per dir", "latency ns", "achievable",
+                           "rate", "source");
+  for (const LinkFact& f : link_catalog())
+    std::cout << fmt::format("{:<14} {:>12} {:>11} {:>10.3f}  {:<42} {}\n", link_kind_name(f.kind),
+                             f.bytes_per_s > 0 ? fmt::format("{:.2f}", f.bytes_per_s / 1e9) : std::string("-"),
+                             f.latency_ns, achievable_fraction(f.kind), f.rate, f.source);
+  std::cout << "(achievable: the fraction of the wire rate collectives reach, calibrated in sim/network/comm_model.cpp on "
+               "shared/validation/collectives.csv)\n";
+}
+
+}  // namespace
+
+int catalog_command(int argc, char** argv) {
+  const std::string what = argc > 1 ? argv[1] : "";
+  if (argc > 2) throw InputError(fmt::format("dtsim catalog {}: unexpected argument '{}'", what, argv[2]));
+  if (what == "models") print_models();
+  else if (what == "gpus") print_gpus();
+  else if (what == "links") print_links();
+  else throw InputError(fmt::format("dtsim catalog '{}': valid catalogs are models, gpus, links", what));
+  return 0;
+}
+
+}  // namespace dtsim

@@ -1,0 +1,347 @@
+// The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
+// `export`, `catalog`, `fit`, `advise`. Bad input prints one message and
+// exits with status 2; nothing is written then.
+#include <fmt/format.h>
+
+#include <boost/program_options.hpp>
+#include <tbb/info.h>
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <iostream>
+
+#include "sim/commands/advise_command.hpp"
+#include "sim/base/error.hpp"
+#include "sim/commands/catalog_command.hpp"
+#include "sim/trace/chrome_export.hpp"
+#include "sim/network/collective_bench.hpp"
+#include "sim/commands/fit_command.hpp"
+#include "sim/base/json.hpp"
+#include "sim/trace/hdf5_util.hpp"
+#include "sim/scenario/run.hpp"
+#include "sim/scenario/summary_format.hpp"
+#include "sim/commands/sweep_command.hpp"
+#include "sim/validation/validate.hpp"
+#include "topologies/dot_io.hpp"
+
+namespace po = boost::program_options;
+using namespace dtsim;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
+    "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
+    "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
+    "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
+    "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
+    "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
+    "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
+    "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
+    "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
+    "       dtsim export TRACE.h5 --chrome OUT.json\n"
+    "       dtsim catalog models|gpus|links\n"
+    "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
+    "                 [--mode inference|training] [--json] | dtsim fit --seed-table [--json]\n"
+    "       dtsim advise --model NAME --gpus GPU,GPU,... [--max-gpus N] [--tokens T] [--price GPU=USD_PER_HOUR ...]\n"
+    "                    [--output FILE.h5] [--json]\n"
+    "       dtsim --help | dtsim run --help\n";
+
+struct Command {
+  po::variables_map vm;
+  std::string scenario;
+};
+
+Command parse(int argc, char** argv, const po::options_description& own) {
+  po::options_description all;
+  all.add(own).add(scenario_options());
+  all.add_options()("scenario", po::value<std::string>()->default_value(""), "scenario file");
+  po::positional_options_description positional;
+  positional.add("scenario", 1);
+  Command c;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(positional).run(), c.vm);
+  } catch (const po::too_many_positional_options_error&) {
+    throw InputError("only one scenario file may be given");
+  } catch (const po::unknown_option& e) {
+    throw InputError(fmt::format("unknown option '{}'; run 'dtsim run --help' for the valid keys", e.get_option_name()));
+  } catch (const po::error& e) {
+    throw InputError(e.what());
+  }
+  c.scenario = c.vm["scenario"].as<std::string>();
+  return c;
+}
+
+void print_help(const po::options_description& own) {
+  std::cout << kUsage << "\n" << own << "\n" << scenario_options() << "\n";
+}
+
+int run_command(int argc, char** argv) {
+  po::options_description own("dtsim run options");
+  own.add_options()("help,h", "print this help")("output,o", po::value<std::string>(),
+                                                  "write the HDF5 trace to FILE (overrides output.trace)")(
+      "json", "print the summary as one JSON object")(
+      "threads", po::value<int>()->default_value(0), "engine threads; 0 = all cores (results do not depend on it)")(
+      "fold-tp", "simulate one rank per TP group for the whole group where the cluster is symmetric (same results)");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
+  const int threads = cmd.vm["threads"].as<int>();
+  if (threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1, or 0 for all cores", threads));
+  const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(), cmd.vm.count("fold-tp") > 0);
+  std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary, result.links) + "\n"
+                                     : format_summary_text(sc, result.summary, result.links));
+  if (!trace.empty() && !cmd.vm.count("json"))
+    std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
+  return 0;
+}
+
+int topology_command(int argc, char** argv) {
+  po::options_description own("dtsim topology options");
+  own.add_options()("help,h", "print this help")("dot", po::value<std::string>(), "write the cluster as GraphViz DOT");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  if (!cmd.vm.count("dot")) throw InputError("dtsim topology: --dot FILE is required");
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  const ClusterGraph graph = make_cluster(sc);
+  const std::string path = cmd.vm["dot"].as<std::string>();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw InputError(fmt::format("--dot {}: cannot write the file", path));
+    write_dot(graph, out);
+    out.close();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw InputError(fmt::format("--dot {}: write failed", path));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
+  }
+  std::cout << fmt::format("wrote {} ({} GPUs, {} directed links)\n", path, graph.num_gpus(), graph.num_links());
+  return 0;
+}
+
+int collective_command(int argc, char** argv) {
+  po::options_description own("dtsim collective options");
+  own.add_options()("help,h", "print this help")(
+      "op", po::value<std::string>()->default_value("all_reduce"), "all_reduce | reduce_scatter | all_gather | broadcast | all_to_all")(
+      "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
+      "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
+      "algo", po::value<std::string>()->default_value(""),
+      "algorithm: auto | ring | tree | hierarchical (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  const std::string algo_text = cmd.vm["algo"].as<std::string>();
+  const CommKind kind = parse_collective(cmd.vm["op"].as<std::string>(), "--op");
+  const std::vector<double> sizes = parse_size_sweep(cmd.vm["sizes"].as<std::string>(), "--sizes");
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  const ClusterGraph graph = make_cluster(sc);
+  const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
+  const std::optional<Algorithm> algorithm = algo_text.empty() ? sc.algorithm : parse_algorithm(algo_text, "--algo");
+  const std::string algo = algorithm ? std::string(algorithm_name(*algorithm)) : "auto";
+  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes, sc.protocol, algorithm);
+  const std::string op = cmd.vm["op"].as<std::string>();
+  if (cmd.vm.count("json")) {
+    std::string rows;
+    for (const CollectivePoint& p : points)
+      rows += fmt::format("{}{{\"bytes\": {:.0f}, \"time_us\": {:.9g}, \"algbw_GBps\": {:.9g}, \"busbw_GBps\": {:.9g}, "
+                          "\"algorithm\": \"{}\", \"protocol\": \"{}\", \"channels\": {}}}",
+                          rows.empty() ? "" : ", ", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps,
+                          algorithm_name(p.algorithm), protocol_name(p.protocol), p.channels);
+    std::cout << fmt::format("{{\"op\": \"{}\", \"algo\": \"{}\", \"gpus\": {}, \"points\": [{}]}}\n", op, algo, gpus, rows);
+    return 0;
+  }
+  std::cout << fmt::format("# {} ({}) over {} GPUs of {}\n", op, algo, gpus, sc.source);
+  std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
+                           "busbw (GB/s)", "algorithm", "protocol", "channels");
+  for (const CollectivePoint& p : points)
+    std::cout << fmt::format("{:>14.0f} {:>12.1f} {:>12.2f} {:>12.2f} {:>12} {:>9} {:>8}\n", p.bytes, p.time_s * 1e6,
+                             p.algbw_GBps, p.busbw_GBps, algorithm_name(p.algorithm), protocol_name(p.protocol),
+                             p.channels);
+  return 0;
+}
+
+int validate_command(int argc, char** argv) {
+  po::options_description own("dtsim validate options");
+  own.add_options()("help,h", "print this help")("file", po::value<std::string>(), "runs CSV")(
+      "source", po::value<std::string>()->default_value(""), "only rows of these source_id values (comma-separated)")(
+      "json", "print JSON");
+  po::positional_options_description positional;
+  positional.add("file", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(own).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("dtsim validate: {}", e.what()));
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << own << "\n";
+    return 0;
+  }
+  if (!vm.count("file")) throw InputError("dtsim validate: give the runs CSV file, e.g. shared/validation/runs.csv");
+  std::vector<std::string> sources;
+  std::stringstream list(vm["source"].as<std::string>());
+  for (std::string id; std::getline(list, id, ',');)
+    if (!id.empty()) sources.push_back(id);
+  const std::vector<ValidationRow> rows = validate_runs(vm["file"].as<std::string>(), sources);
+  std::vector<double> errors;
+  for (const ValidationRow& r : rows)
+    if (r.built) errors.push_back(std::abs(r.error_pct));
+  std::sort(errors.begin(), errors.end());
+  const double median = errors.empty() ? 0 : errors.size() % 2 ? errors[errors.size() / 2]
+                                                               : 0.5 * (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]);
+  const double worst = errors.empty() ? 0 : errors.back();
+  if (vm.count("json")) {
+    std::string out;
+    for (const ValidationRow& r : rows)
+      out += fmt::format("{}{{\"run_id\": \"{}\", \"source_id\": \"{}\", \"built\": {}, \"measured_s\": {:.9g}, "
+                         "\"predicted_s\": {:.9g}, \"error_pct\": {:.9g}, \"skip_reason\": \"{}\", \"caveat\": \"{}\"}}",
+                         out.empty() ? "" : ", ", r.id, r.source, r.built ? "true" : "false", r.measured_s,
+                         r.predicted_s, r.error_pct, json_escape(r.skip_reason), r.caveat);
+    std::cout << fmt::format("{{\"rows\": [{}], \"built\": {}, \"median_abs_error_pct\": {:.9g}, "
+                             "\"max_abs_error_pct\": {:.9g}}}\n", out, errors.size(), median, worst);
+    return 0;
+  }
+  std::cout << fmt::format("{:<44} {:>11} {:>11} {:>8}\n", "run", "measured s", "predicted s", "error %");
+  for (const ValidationRow& r : rows) {
+    if (r.built)
+      std::cout << fmt::format("{:<44} {:>11.3f} {:>11.3f} {:>+8.1f}{}\n", r.id, r.measured_s, r.predicted_s,
+                               r.error_pct, r.caveat.empty() ? "" : "  (" + r.caveat + ")");
+    else
+      std::cout << fmt::format("{:<44} skipped: {}\n", r.id, r.skip_reason);
+  }
+  std::cout << fmt::format("{} rows simulated, {} skipped; median |error| {:.1f} %, max {:.1f} %\n", errors.size(),
+                           rows.size() - errors.size(), median, worst);
+  return 0;
+}
+
+int sweep_command(int argc, char** argv) {
+  po::options_description own("dtsim sweep options");
+  own.add_options()("help,h", "print this help")(
+      "sweep", po::value<std::vector<std::string>>()->composing(), "an axis: KEY=V1,V2,... or KEY=START:STOP:STEP")(
+      "zip", "pair the axes (equal lengths) instead of their cartesian product")(
+      "output,o", po::value<std::string>()->default_value(""), "write the /sweep table to FILE.h5")(
+      "csv", po::value<std::string>()->default_value(""), "write the table as CSV")(
+      "traces", po::value<std::string>()->default_value(""), "keep each point's trace as DIR/point-NNNNNN.h5")(
+      "jobs,j", po::value<int>()->default_value(0), "points run at once; 0 = all cores")(
+      "shard", po::value<std::string>()->default_value("1/1"), "run only the K-th of N slices of the points")(
+      "resume", "skip the points an interrupted run of the same sweep finished (kept in OUTPUT.progress)")(
+      "quiet,q", "no progress on stderr")(
+      "fold-tp", "simulate one rank per TP group where the cluster is symmetric (as dtsim run --fold-tp)");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  SweepRequest r;
+  r.plan.scenario_path = cmd.scenario;
+  std::vector<std::string> fixed_keys;
+  const po::options_description keys = scenario_options();
+  for (const auto& option : keys.options()) {
+    const std::string& key = option->long_name();
+    if (!cmd.vm[key].defaulted()) {
+      r.plan.fixed.emplace_back(key, cmd.vm[key].as<std::string>());
+      fixed_keys.push_back(key);
+    }
+  }
+  const auto axes = cmd.vm.count("sweep") ? cmd.vm["sweep"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  r.plan.spec = make_sweep_spec(cmd.scenario, read_sweep_section(cmd.scenario), axes, cmd.vm.count("zip") > 0, fixed_keys);
+  r.plan.traces_dir = cmd.vm["traces"].as<std::string>();
+  r.plan.fold_tp = cmd.vm.count("fold-tp") > 0;
+  r.shard = parse_shard(cmd.vm["shard"].as<std::string>());
+  r.jobs = cmd.vm["jobs"].as<int>();
+  if (r.jobs < 0) throw InputError(fmt::format("--jobs {}: must be >= 1, or 0 for all cores", r.jobs));
+  r.output = cmd.vm["output"].as<std::string>();
+  r.csv = cmd.vm["csv"].as<std::string>();
+  r.quiet = cmd.vm.count("quiet") > 0;
+  r.resume = cmd.vm.count("resume") > 0;
+  return run_sweep(r);
+}
+
+int merge_command(int argc, char** argv) {
+  po::options_description own("dtsim merge options");
+  own.add_options()("help,h", "print this help")("files", po::value<std::vector<std::string>>(), "OUT.h5 PART.h5...")(
+      "csv", po::value<std::string>()->default_value(""), "also write the merged table as CSV");
+  po::positional_options_description positional;
+  positional.add("files", -1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(own).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("dtsim merge: {}", e.what()));
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << own << "\n";
+    return 0;
+  }
+  const auto files = vm.count("files") ? vm["files"].as<std::vector<std::string>>() : std::vector<std::string>{};
+  if (files.size() < 2) throw InputError("dtsim merge: give the output file and the parts: dtsim merge OUT.h5 PART.h5...");
+  return run_merge(files.front(), vm["csv"].as<std::string>(), {files.begin() + 1, files.end()});
+}
+
+int export_command(int argc, char** argv) {
+  po::options_description own("dtsim export options");
+  own.add_options()("help,h", "print this help")("trace", po::value<std::string>(), "dtsim HDF5 trace")(
+      "chrome", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+  po::positional_options_description positional;
+  positional.add("trace", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(own).positional(positional).run(), vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("dtsim export: {}", e.what()));
+  }
+  if (vm.count("help")) {
+    std::cout << kUsage << "\n" << own << "\n";
+    return 0;
+  }
+  if (!vm.count("trace")) throw InputError("dtsim export: give the trace file, e.g. dtsim export run.h5 --chrome run.json");
+  if (!vm.count("chrome")) throw InputError("dtsim export: --chrome OUT.json is required (the only export format)");
+  const std::string trace = vm["trace"].as<std::string>(), json = vm["chrome"].as<std::string>();
+  const ChromeExportCounts c = export_chrome_trace(trace, json);
+  std::cout << fmt::format("wrote {} from {}: {} op events, {} memory counters, {} metadata events\n", json, trace,
+                           c.op_events, c.counter_events, c.metadata_events);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  trace_h5::no_cleanup_at_exit();
+  try {
+    const std::string sub = argc > 1 ? argv[1] : "";
+    if (sub == "--help" || sub == "-h" || sub == "help" || sub.empty()) {
+      std::cout << kUsage << "\n" << scenario_options() << "\n";
+      return sub.empty() ? 2 : 0;
+    }
+    if (sub == "run") return run_command(argc - 1, argv + 1);
+    if (sub == "topology") return topology_command(argc - 1, argv + 1);
+    if (sub == "collective") return collective_command(argc - 1, argv + 1);
+    if (sub == "validate") return validate_command(argc - 1, argv + 1);
+    if (sub == "sweep") return sweep_command(argc - 1, argv + 1);
+    if (sub == "merge") return merge_command(argc - 1, argv + 1);
+    if (sub == "export") return export_command(argc - 1, argv + 1);
+    if (sub == "catalog") return catalog_command(argc - 1, argv + 1);
+    if (sub == "fit") return fit_command(argc - 1, argv + 1);
+    if (sub == "advise") return advise_command(argc - 1, argv + 1);
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate, sweep, "
+                                 "merge, export, catalog, fit, advise", sub));
+  } catch (const InputError& e) {
+    std::cerr << "dtsim: error: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,167 @@
+// Roofline timing of compute ops with shape-dependent GEMM efficiency.
+#include "sim/compute/compute_model.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace dtsim {
+namespace {
+
+struct Tile {
+  double m, n;
+};
+// CUTLASS/cuBLAS tensor-core output tiles.
+constexpr std::array<Tile, 6> kTiles = {{{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}}};
+
+double tile_intensity(const Tile& t) { return t.m * t.n / (t.m + t.n); }
+
+}  // namespace
+
+ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention)
+    : gpu_(gpu), precision_(precision), attention_(attention) {
+  hbm_rate_ = gpu.measured_hbm_bytes_per_s > 0 ? gpu.measured_hbm_bytes_per_s
+                                               : gpu.hbm_bytes_per_s * kDefaultHbmEfficiency;
+  // FP8 runs the linear layers' GEMMs in FP8 (Transformer Engine); attention, the LM head and
+  // the rest stay in BF16.
+  run_ = matmul_rate(precision);
+  other_ = precision == Precision::fp8 ? matmul_rate(Precision::bf16) : run_;
+}
+
+ComputeModel::MatmulRate ComputeModel::matmul_rate(Precision precision) const {
+  double sustained = kDefaultMatmulEfficiency * kSustainedOverBest;
+  if (precision == Precision::bf16 || precision == Precision::fp16) {
+    if (gpu_.sustained_matmul_bf16_flops > 0) sustained = gpu_.sustained_matmul_bf16_flops / gpu_.bf16_flops;
+    else if (gpu_.measured_matmul_bf16_flops > 0)
+      sustained = gpu_.measured_matmul_bf16_flops / gpu_.bf16_flops * kSustainedOverBest;
+  } else if (precision == Precision::fp8) {
+    if (gpu_.sustained_matmul_fp8_flops > 0) sustained = gpu_.sustained_matmul_fp8_flops / gpu_.fp8_flops;
+    else if (gpu_.measured_matmul_fp8_flops > 0)
+      sustained = gpu_.measured_matmul_fp8_flops / gpu_.fp8_flops * kSustainedOverBest;
+  }
+  // The prologue is a fixed time, worth twice the K steps at FP8's doubled rate.
+  const double depth = precision == Precision::fp8 ? kDepthOverhead * gpu_.fp8_flops / gpu_.bf16_flops : kDepthOverhead;
+  // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
+  return {gpu_.peak_flops(precision),
+          sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1, depth), depth};
+}
+
+double ComputeModel::comm_overlap_slowdown() const {
+  const bool nvlink = gpu_.nvlink_gen > 0 && !gpu_.nvlink_bridge_only;
+  const double sms = std::max(gpu_.sm_count, 1);
+  // At most a quarter of a small GPU's SMs (NCCL scales its channels down with the SM count).
+  return 1 / (1 - std::min<double>(nvlink ? kNcclChannels : kNcclPcieChannels, sms / 4) / sms);
+}
+
+double ComputeModel::shape_efficiency(double m, double n, double k, double batch, double depth) const {
+  const double sms = std::max(gpu_.sm_count, 1);
+  const double best_intensity = tile_intensity(kTiles[0]);
+  batch = std::max(batch, 1.0);
+  double best = 0;
+  for (const Tile& t : kTiles) {
+    const double feed = (tile_intensity(t) / (tile_intensity(t) + kTileIntensityHalf)) /
+                        (best_intensity / (best_intensity + kTileIntensityHalf));
+    const double tiles = std::ceil(m / t.m) * std::ceil(n / t.n) * batch;
+    const double waves = std::ceil(tiles / sms);
+    // Data-parallel: one block per tile. Useful fraction of the tile-slots the kernel occupies:
+    // padding and the partial last wave; each tile pays the prologue once.
+    const double padding = m * n * batch / (tiles * t.m * t.n);
+    const double data_parallel = padding * tiles / (waves * sms) * k / (k + depth);
+    best = std::max(best, feed * data_parallel);
+    if (!gpu_.stream_k_gemm) continue;
+    // Stream-K: the tiles' K iterations dealt evenly to the SMs, so no partial wave; each SM
+    // pays the prologue for every tile segment it touches (its share in tiles, plus one).
+    const double per_sm = tiles * k / sms;
+    best = std::max(best, feed * padding / (1 + depth / k + depth / per_sm));
+  }
+  return best;
+}
+
+double ComputeModel::efficiency(const MatmulRate& rate, double m, double n, double k, double batch) const {
+  return std::min(1.0, rate.scale * shape_efficiency(m, n, k, batch, rate.depth));
+}
+
+double ComputeModel::gemm_efficiency(double m, double n, double k, double batch) const {
+  return efficiency(run_, m, n, k, batch);
+}
+
+double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bool fp8) const {
+  const MatmulRate& rate = fp8 ? run_ : other_;
+  return 2 * m * n * k * batch / (rate.peak * efficiency(rate, m, n, k, batch));
+}
+
+bool ComputeModel::fp8_gemm(OpKind kind) const {
+  if (precision_ != Precision::fp8) return false;
+  switch (kind) {
+    case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
+    case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
+    case OpKind::expert_fc1: case OpKind::expert_fc2: case OpKind::shared_fc1: case OpKind::shared_fc2:
+      return true;
+    default:
+      return false;
+  }
+}
+
+double ComputeModel::fp8_cast_seconds(const StageProgram& p, int op) const {
+  // Transformer Engine casts each FP8 GEMM's BF16 operands with fused cast-transpose kernels
+  // (read 2 bytes, write the FP8 value and its transpose: 4 bytes per element): the input and
+  // the weight before the forward GEMM, the output gradient before the backward GEMMs.
+  const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = std::max(1, p.gemm_batch[op]);
+  double elements = 0;
+  if (p.phase[op] != Phase::backward) elements = (m * k + k * n) * b;
+  else if (p.gemm_part[op] != GemmPart::weight_grad) elements = m * n * b;
+  return kFp8CastBytesPerElement * elements / hbm_rate_;
+}
+
+double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) const {
+  // FlashAttention-2: the GPU's published forward fraction of peak at head dim 128 (or, without
+  // one, 0.8 of its sustained matmul efficiency), scaled by d / (d + 32) relative to d = 128; the
+  // backward pass at kFlashBackwardOverForward of the forward's efficiency, plus its
+  // recomputation of QK^T (2.5 forward GEMMs instead of 2). Both run on the causal half of the
+  // score FLOPs. The Triton kernel runs at FlashAttention-2's speed divided by
+  // kTritonForwardSlowdown / kTritonBackwardSlowdown.
+  const double d = p.gemm_k[op];
+  const double at_128 = gpu_.flash_attention_fraction > 0
+                            ? gpu_.flash_attention_fraction
+                            : 0.8 * efficiency(other_, kReferenceSize, kReferenceSize, kReferenceSize, 1);
+  double eff = std::min(1.0, at_128 * (d / (d + 32)) / (128.0 / 160.0));
+  double work = 0.5 * p.flops[op];
+  const bool triton = attention_ == Attention::flash_triton;
+  if (p.phase[op] == Phase::backward) {
+    eff *= kFlashBackwardOverForward / (triton ? kTritonBackwardSlowdown : 1.0);
+    work *= 1.25;
+  } else if (triton) {
+    eff /= kTritonForwardSlowdown;
+  }
+  return work / (other_.peak * eff);
+}
+
+OpTiming ComputeModel::time(const StageProgram& p, int op) const {
+  double compute_s = 0, serial_s = 0;
+  int kernels = 1;
+  if (p.kind[op] == OpKind::flash_attention) {
+    compute_s = flash_attention_seconds(p, op);
+  } else if (p.gemm_m[op] > 0) {
+    const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = p.gemm_batch[op];
+    const bool fp8 = fp8_gemm(p.kind[op]);
+    // Backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T is [m,n]x[n,k], dB = A^T dC is [k,m]x[m,n].
+    if (p.phase[op] != Phase::backward) compute_s = gemm_seconds(m, n, k, b, fp8);
+    else if (p.gemm_part[op] == GemmPart::input_grad) compute_s = gemm_seconds(m, k, n, b, fp8);
+    else if (p.gemm_part[op] == GemmPart::weight_grad) compute_s = gemm_seconds(k, n, m, b, fp8);
+    else compute_s = gemm_seconds(m, k, n, b, fp8) + gemm_seconds(k, n, m, b, fp8);
+    if (fp8 && (serial_s = fp8_cast_seconds(p, op)) > 0) kernels += p.phase[op] == Phase::backward ? 1 : 2;
+  } else {
+    compute_s = p.flops[op] / gpu_.fp32_flops;
+  }
+  // Dropout draws a Philox random number per element in its forward pass (and when it is
+  // recomputed); the backward only applies the saved mask.
+  const bool draws_random = p.phase[op] != Phase::backward &&
+                            (p.kind[op] == OpKind::attn_dropout || p.kind[op] == OpKind::dropout_residual);
+  const double memory_s = p.bytes[op] / (hbm_rate_ * (draws_random ? kRandomKernelHbmFraction : 1.0));
+  OpTiming t;
+  t.memory_bound = memory_s > compute_s;
+  t.duration_ns = seconds_to_ns(std::max(compute_s, memory_s) + serial_s) + kernels * kLaunchOverheadNs;
+  return t;
+}
+
+}  // namespace dtsim

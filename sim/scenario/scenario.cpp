@@ -1,0 +1,489 @@
+// Scenario keys, their defaults (the built-in BLOOM-176B scenario), parsing and checking, and
+// the reading of a file's [sweep] section (its axes are parsed by sim/sweep_axes).
+// Values are read as text and converted here, so every error names the key, the value and what
+// would be valid.
+#include "sim/scenario/scenario.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/program_options/parsers.hpp>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
+
+namespace po = boost::program_options;
+
+namespace dtsim {
+namespace {
+
+struct Key {
+  const char* name;
+  const char* default_value;
+  const char* help;
+};
+
+// The keys in file order. Units are in the names or the help text.
+constexpr Key kKeys[] = {
+    {"model.name", "bloom-176b", "catalog model (see README), or 'custom' with the shape keys below"},
+    {"model.layers", "", "transformer layers (default: from model.name)"},
+    {"model.hidden", "", "hidden size"},
+    {"model.heads", "", "attention heads"},
+    {"model.kv_heads", "", "key/value heads (GQA/MQA); default = heads"},
+    {"model.ffn_hidden", "", "MLP inner size; default 4 x hidden"},
+    {"model.ffn", "", "gelu (2-matrix) | swiglu (3-matrix)"},
+    {"model.vocab", "", "vocabulary size"},
+    {"model.seq_len", "", "sequence length, tokens"},
+    {"model.tied_embeddings", "", "true | false: LM head shares the word embedding"},
+    {"model.position_embedding", "", "learned | none | alibi | rotary"},
+    {"model.embedding_norm", "", "true | false: layer norm after the embedding (BLOOM)"},
+    {"model.bias", "", "true | false: linear layers have biases"},
+    {"model.parallel_block", "", "true | false: attention and MLP in parallel on the layer input (GPT-J/NeoX)"},
+    {"model.experts", "", "routed experts per MoE layer; 0 = a dense model"},
+    {"model.active_experts", "", "routed experts per token (top-k)"},
+    {"model.shared_experts", "", "always-on experts per MoE layer"},
+    {"model.expert_ffn_hidden", "", "inner size of one (SwiGLU) expert"},
+    {"model.dense_layers", "", "leading layers with a dense MLP of ffn_hidden (MoE models)"},
+    {"training.global_batch", "2048", "sequences per step"},
+    {"training.micro_batch", "2", "sequences per micro-batch"},
+    {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
+    {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
+    {"training.attention", "standard", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
+    {"training.dropout", "false",
+     "true | false: dropout on attention probabilities and layer outputs (GPT-2/Megatron GPT: 0.1; BLOOM, Llama, MPT: none)"},
+    {"training.fused_grad_accumulation", "true",
+     "true (weight-gradient GEMMs accumulate into the fp32 main gradient) | false (a separate add per micro-batch)"},
+    {"parallel.tp", "4", "tensor-parallel size"},
+    {"parallel.pp", "12", "pipeline-parallel stages"},
+    {"parallel.dp", "8", "data-parallel replicas"},
+    {"parallel.ep", "1", "expert-parallel size (MoE): experts sharded over ep consecutive DP ranks; divides dp and experts"},
+    {"parallel.zero_stage", "1",
+     "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
+    {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe | interleaved"},
+    {"parallel.virtual_stages", "1", "model chunks per pipeline stage (interleaved schedule)"},
+    {"parallel.sequence_parallel", "false", "true | false: Megatron sequence parallelism over the TP group"},
+    {"parallel.tp_overlap", "false",
+     "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
+    {"parallel.dp_overlap", "true", "true | false: reduce gradients in buckets during the last backward pass"},
+    {"parallel.grad_reduce_fp32", "true",
+     "true | false: reduce the fp32 gradients over DP (Megatron and DeepSpeed with bf16, DDP with AMP, FSDP reduce_dtype fp32); false: in the training precision (Megatron fp16, FSDP with a bf16 reduce_dtype)"},
+    {"parallel.dp_bucket_mb", "25", "gradient bucket size, MB (1e6 bytes), when dp_overlap = true"},
+    {"parallel.stage_layers", "auto",
+     "transformer layers per stage, comma-separated (e.g. 5,6,6,5), or auto (see README)"},
+    {"parallel.rank_order", "tp,dp,pp", "rank-to-GPU mapping, innermost dimension first"},
+    {"cluster.gpu", "A100-SXM4-80GB", "GPU catalog name (see README)"},
+    {"cluster.nodes", "48", "nodes"},
+    {"cluster.gpus_per_node", "8", "GPUs per node"},
+    {"cluster.node_kind", "nvswitch", "nvswitch | pcie | nvlink_pairs"},
+    {"cluster.nvlink_GBps", "0", "NVLink GB/s per GPU per direction; 0 = from the GPU catalog"},
+    {"cluster.pcie_gen", "4", "pcie boxes: PCIe generation 3..6 of the x16 links (NVSwitch nodes use the GPU's own)"},
+    {"cluster.gpus_per_pcie_switch", "2", "pcie boxes: GPUs under one PCIe switch"},
+    {"cluster.cpu_sockets", "1", "pcie boxes: CPU sockets, 1 or 2"},
+    {"cluster.p2p", "true", "pcie boxes: true = GPU peer-to-peer through the switch"},
+    {"cluster.nics_per_node", "4", "NICs per node (multi-node)"},
+    {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
+    {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
+    {"cluster.oversubscription", "1", "leaf (or rail) to spine oversubscription ratio, >= 1"},
+    {"cluster.spines", "0",
+     "fat_tree, rail: 0 = one collapsed spine (ideal ECMP) | N explicit spine switches, routes spread by an ECMP hash"},
+    {"cluster.fabric", "fat_tree", "fat_tree (32-port leaves, one spine) | rail (NIC k of every node on rail switch k) | clos3 (ToR, pod, core)"},
+    {"cluster.nic", "", "named NIC, replacing nic_kind and nic_gbps: edr, hdr, ndr, xdr, opa100, roce100, roce200, roce400"},
+    {"cluster.gpus_per_tor", "16", "clos3: GPUs whose NICs share a top-of-rack switch"},
+    {"cluster.pod_gpus", "3072", "clos3: GPUs per pod (full bisection inside a pod)"},
+    {"cluster.pod_oversubscription", "1", "clos3: pod-to-core oversubscription ratio, >= 1"},
+    {"cluster.slow_gpus", "", "per-GPU compute speed factors GPU:FACTOR,... (0 < factor), e.g. 17:0.8,301:0.9"},
+    {"cluster.degraded_links", "",
+     "per-link bandwidth factors DEVICE--DEVICE:FACTOR,... (both directions), e.g. node3.nic0--tor1:0.5"},
+    {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes)"},
+    {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
+    {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
+    {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
+    {"output.detail", "", "the same as output.trace_detail (which it overrides when given)"},
+};
+
+class Values {
+ public:
+  Values(const po::variables_map& vm, std::string source) : vm_(vm), source_(std::move(source)) {}
+
+  std::string text(const char* key) const { return vm_[key].as<std::string>(); }
+  bool given(const char* key) const { return !text(key).empty(); }
+
+  int integer(const char* key, int min, long long max = INT_MAX) const {
+    const std::string v = text(key);
+    long long out = 0;
+    auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+    const bool whole = ptr == v.data() + v.size();
+    if (ec == std::errc::result_out_of_range && whole && v.front() == '-')
+      throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, v, min));
+    if ((ec == std::errc::result_out_of_range && whole) || (ec == std::errc() && whole && out > max))
+      throw InputError(fmt::format("{}: {} = {}: must be <= {}", source_, key, v, max));
+    if (ec != std::errc() || ptr != v.data() + v.size())
+      throw InputError(fmt::format("{}: {} = '{}': not an integer", source_, key, v));
+    if (out < min) throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, out, min));
+    return static_cast<int>(out);
+  }
+  double real(const char* key, double min, double max = 1e300) const {
+    const std::string v = text(key);
+    std::size_t used = 0;
+    double out = 0;
+    try {
+      out = std::stod(v, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != v.size())
+      throw InputError(fmt::format("{}: {} = '{}': not a number", source_, key, v));
+    if (!std::isfinite(out))
+      throw InputError(fmt::format("{}: {} = {}: must be a finite number between {} and {}", source_, key, v, min, max));
+    if (out < min) throw InputError(fmt::format("{}: {} = {}: must be >= {}", source_, key, v, min));
+    if (out > max) throw InputError(fmt::format("{}: {} = {}: must be <= {}", source_, key, v, max));
+    return out;
+  }
+  bool boolean(const char* key) const {
+    const std::string v = text(key);
+    if (v == "true" || v == "yes" || v == "1") return true;
+    if (v == "false" || v == "no" || v == "0") return false;
+    throw InputError(fmt::format("{}: {} = '{}': valid values are true, false", source_, key, v));
+  }
+  // Runs a parser that throws InputError, prefixing its message with the source file.
+  template <class F>
+  auto parsed(F&& f) const {
+    try {
+      return f();
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", source_, e.what()));
+    }
+  }
+  const std::string& source() const { return source_; }
+
+ private:
+  const po::variables_map& vm_;
+  std::string source_;
+};
+
+ModelShape read_model(const Values& v) {
+  const std::string name = v.text("model.name");
+  ModelShape m;
+  if (name == "custom") {
+    for (const char* key : {"model.layers", "model.hidden", "model.heads", "model.vocab", "model.seq_len"})
+      if (!v.given(key))
+        throw InputError(fmt::format("{}: {} is required when model.name = custom", v.source(), key));
+  } else {
+    m = v.parsed([&] { return find_model(name); });
+  }
+  if (v.given("model.layers")) m.layers = v.integer("model.layers", 1);
+  if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1, limits::kMaxHidden);
+  if (v.given("model.heads")) m.heads = v.integer("model.heads", 1);
+  if (v.given("model.kv_heads")) m.kv_heads = v.integer("model.kv_heads", 1);
+  if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1, limits::kMaxHidden);
+  if (v.given("model.ffn")) m.ffn = v.parsed([&] { return parse_ffn_kind(v.text("model.ffn"), "model.ffn"); });
+  if (v.given("model.vocab")) m.vocab = v.integer("model.vocab", 1);
+  if (v.given("model.seq_len")) m.seq_len = v.integer("model.seq_len", 1);
+  if (v.given("model.tied_embeddings")) m.tied_embeddings = v.boolean("model.tied_embeddings");
+  if (v.given("model.position_embedding"))
+    m.position = v.parsed([&] { return parse_position_embedding(v.text("model.position_embedding"), "model.position_embedding"); });
+  if (v.given("model.embedding_norm")) m.embedding_norm = v.boolean("model.embedding_norm");
+  if (v.given("model.bias")) m.bias = v.boolean("model.bias");
+  if (v.given("model.parallel_block")) m.parallel_block = v.boolean("model.parallel_block");
+  if (v.given("model.experts")) m.experts = v.integer("model.experts", 0, limits::kMaxHidden);
+  if (v.given("model.active_experts")) m.active_experts = v.integer("model.active_experts", 1, limits::kMaxHidden);
+  if (v.given("model.shared_experts")) m.shared_experts = v.integer("model.shared_experts", 0, limits::kMaxHidden);
+  if (v.given("model.expert_ffn_hidden")) m.expert_ffn_hidden = v.integer("model.expert_ffn_hidden", 1, limits::kMaxHidden);
+  if (v.given("model.dense_layers")) m.dense_layers = v.integer("model.dense_layers", 0);
+  if (m.is_moe()) {
+    if (m.active_experts < 1 || m.active_experts > m.experts)
+      throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",
+                                   v.source(), m.active_experts, m.experts));
+    if (m.expert_ffn_hidden < 1)
+      throw InputError(fmt::format("{}: model.expert_ffn_hidden is required (>= 1) when model.experts = {}",
+                                   v.source(), m.experts));
+    if (m.dense_layers >= m.layers)
+      throw InputError(fmt::format("{}: model.dense_layers = {}: must be below model.layers = {} (at least one MoE "
+                                   "layer)", v.source(), m.dense_layers, m.layers));
+  }
+  if (m.hidden % m.heads != 0)
+    throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}", v.source(), m.hidden, m.heads));
+  if (m.kv_heads > m.heads || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
+    throw InputError(fmt::format("{}: model.kv_heads = {} must divide model.heads = {}", v.source(), m.kv_heads, m.heads));
+  if (!(m.total_params() <= limits::kMaxParams))
+    throw InputError(fmt::format("{}: model.layers = {}, model.hidden = {}, model.ffn_hidden = {}, model.vocab = {} "
+                                 "make {:.3g} parameters: at most {:.0e} can be simulated",
+                                 v.source(), m.layers, m.hidden, m.ffn_or_default(), m.vocab, m.total_params(),
+                                 limits::kMaxParams));
+  return m;
+}
+
+std::vector<int> read_int_list(const Values& v, const char* key) {
+  std::vector<int> out;
+  std::stringstream in(v.text(key));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    int n = 0;
+    auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (ec != std::errc() || ptr != item.data() + item.size() || n < 1)
+      throw InputError(fmt::format("{}: {} = '{}': '{}' is not a positive integer; give e.g. 5,6,6,5",
+                                   v.source(), key, v.text(key), item));
+    out.push_back(n);
+  }
+  return out;
+}
+
+// A factor of cluster.slow_gpus or cluster.degraded_links: a finite number > 0.
+double read_factor(const Values& v, const char* key, const std::string& item, const std::string& text) {
+  std::size_t used = 0;
+  double f = 0;
+  try {
+    f = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || !std::isfinite(f) || f <= 0)
+    throw InputError(fmt::format("{}: {} = '{}': in '{}', factor '{}' must be a finite number > 0", v.source(), key,
+                                 v.text(key), item, text));
+  return f;
+}
+
+// Comma-separated NAME:FACTOR items; the name is everything before the last ':'.
+template <class F>
+void for_each_factor(const Values& v, const char* key, const char* example, F&& f) {
+  std::stringstream in(v.text(key));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const std::size_t colon = item.rfind(':');
+    if (colon == std::string::npos || colon == 0)
+      throw InputError(fmt::format("{}: {} = '{}': item '{}' is not NAME:FACTOR; give e.g. {}", v.source(), key,
+                                   v.text(key), item, example));
+    f(item, item.substr(0, colon), read_factor(v, key, item, item.substr(colon + 1)));
+  }
+}
+
+std::vector<GpuFactor> read_slow_gpus(const Values& v) {
+  std::vector<GpuFactor> out;
+  for_each_factor(v, "cluster.slow_gpus", "17:0.8,301:0.9", [&](const std::string& item, const std::string& name, double f) {
+    int gpu = 0;
+    auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), gpu);
+    if (ec != std::errc() || ptr != name.data() + name.size() || gpu < 0)
+      throw InputError(fmt::format("{}: cluster.slow_gpus = '{}': in '{}', '{}' is not a GPU index (0, 1, ...)",
+                                   v.source(), v.text("cluster.slow_gpus"), item, name));
+    out.push_back(GpuFactor{gpu, f});
+  });
+  return out;
+}
+
+std::vector<LinkFactor> read_degraded_links(const Values& v) {
+  std::vector<LinkFactor> out;
+  for_each_factor(v, "cluster.degraded_links", "node3.nic0--tor1:0.5",
+                  [&](const std::string& item, const std::string& name, double f) {
+                    const std::size_t sep = name.find("--");
+                    if (sep == std::string::npos || sep == 0 || sep + 2 >= name.size())
+                      throw InputError(fmt::format(
+                          "{}: cluster.degraded_links = '{}': in '{}', '{}' is not DEVICE--DEVICE", v.source(),
+                          v.text("cluster.degraded_links"), item, name));
+                    out.push_back(LinkFactor{name.substr(0, sep), name.substr(sep + 2), f});
+                  });
+  return out;
+}
+
+TraceDetail parse_trace_detail(const std::string& text, const std::string& source, const char* key) {
+  if (text == "summary") return TraceDetail::summary;
+  if (text == "stages") return TraceDetail::stages;
+  if (text == "full" || text == "all") return TraceDetail::all;
+  throw InputError(fmt::format("{}: {} = '{}': valid values are summary, stages, full (or all)", source, key, text));
+}
+
+}  // namespace
+
+std::string_view trace_detail_name(TraceDetail d) {
+  return d == TraceDetail::summary ? "summary" : d == TraceDetail::stages ? "stages" : "full";
+}
+
+po::options_description scenario_options() {
+  po::options_description desc("Scenario keys ([section] key = value in the file, or --section.key=value)");
+  for (const Key& k : kKeys)
+    desc.add_options()(k.name, po::value<std::string>()->default_value(k.default_value), k.help);
+  return desc;
+}
+
+namespace {
+
+// Stores the keys of `in` (the text of file `name`) into `vm` (values already there take
+// precedence). The [sweep] section's lines go to `sweep_lines` when it is given, and are refused
+// otherwise.
+void store_stream(std::istream& in, const std::string& name, po::variables_map& vm,
+                  std::vector<SweepLine>* sweep_lines) {
+  try {
+    const po::options_description keys = scenario_options();  // `parsed` refers to it
+    const po::parsed_options parsed = po::parse_config_file(in, keys, true);
+    for (const po::option& o : parsed.options) {
+      if (!o.unregistered) continue;
+      if (o.string_key.rfind("sweep.", 0) != 0)
+        throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", name,
+                                     o.string_key));
+      if (sweep_lines == nullptr)
+        throw InputError(fmt::format("{}: has a [sweep] section ({}): run it with 'dtsim sweep {}'; 'dtsim run' "
+                                     "simulates one point, given with --section.key=value",
+                                     name, o.string_key.substr(6), name));
+      sweep_lines->push_back({o.string_key.substr(6), o.value.empty() ? "" : o.value.front()});
+    }
+    po::store(parsed, vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("{}: {}", name, e.what()));
+  }
+}
+
+void store_file(const std::string& path, po::variables_map& vm, std::vector<SweepLine>* sweep_lines) {
+  if (path.empty()) return;
+  std::ifstream file(path);
+  if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
+  store_stream(file, path, vm, sweep_lines);
+}
+
+// Every key = value under its [section], in key order.
+std::string resolved_text(const po::variables_map& vm) {
+  std::string text, section;
+  for (const Key& k : kKeys) {
+    const std::string name = k.name;
+    const std::string sec = name.substr(0, name.find('.'));
+    if (sec != section) {
+      text += fmt::format("{}[{}]\n", section.empty() ? "" : "\n", sec);
+      section = sec;
+    }
+    text += fmt::format("{} = {}\n", name.substr(name.find('.') + 1), vm[k.name].as<std::string>());
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string resolved_scenario_text(const std::string& path, po::variables_map vm) {
+  std::vector<SweepLine> ignored;
+  store_file(path, vm, &ignored);
+  po::notify(vm);
+  return resolved_text(vm);
+}
+
+std::vector<SweepLine> read_sweep_section(const std::string& path) {
+  std::vector<SweepLine> lines;
+  po::variables_map vm;
+  store_file(path, vm, &lines);
+  return lines;
+}
+
+namespace {
+
+// load_scenario once the file's keys are stored in `vm`.
+Scenario read_scenario(po::variables_map& vm, const std::string& source) {
+  Scenario sc;
+  sc.source = source;
+  try {
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw InputError(fmt::format("{}: {}", source, e.what()));
+  }
+  const Values v(vm, sc.source);
+  sc.model = read_model(v);
+  ParallelPlan& p = sc.plan;
+  p.global_batch = v.integer("training.global_batch", 1);
+  p.micro_batch = v.integer("training.micro_batch", 1);
+  sc.precision = v.parsed([&] { return parse_precision(v.text("training.precision"), "training.precision"); });
+  p.weight_bytes = precision_bytes(sc.precision);
+  p.loss_scaling = sc.precision == Precision::fp16;
+  p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
+  p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
+  p.dropout = v.boolean("training.dropout");
+  p.fused_grad_accumulation = v.boolean("training.fused_grad_accumulation");
+  p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
+  p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
+  p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);
+  p.ep = v.integer("parallel.ep", 1, limits::kMaxGpus);
+  p.zero_stage = v.integer("parallel.zero_stage", 0);
+  p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
+  p.virtual_stages = v.integer("parallel.virtual_stages", 1);
+  p.sequence_parallel = v.boolean("parallel.sequence_parallel");
+  p.dp_overlap = v.boolean("parallel.dp_overlap");
+  p.tp_overlap = v.boolean("parallel.tp_overlap");
+  p.grad_reduce_fp32 = v.boolean("parallel.grad_reduce_fp32");
+  p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);
+  if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
+  p.order = v.parsed([&] { return parse_rank_order(v.text("parallel.rank_order"), "parallel.rank_order"); });
+
+  ClusterConfig& c = sc.cluster;
+  c.gpu = v.text("cluster.gpu");
+  v.parsed([&] { return find_gpu(c.gpu); });
+  c.nodes = v.integer("cluster.nodes", 1, limits::kMaxGpus);
+  c.gpus_per_node = v.integer("cluster.gpus_per_node", 1, limits::kMaxGpus);
+  if (static_cast<std::int64_t>(c.nodes) * c.gpus_per_node > limits::kMaxGpus)
+    throw InputError(fmt::format("{}: cluster.nodes x cluster.gpus_per_node = {} x {} = {} GPUs: at most {} GPUs "
+                                 "can be simulated", sc.source, c.nodes, c.gpus_per_node,
+                                 static_cast<std::int64_t>(c.nodes) * c.gpus_per_node, limits::kMaxGpus));
+  c.node_kind = v.parsed([&] { return parse_node_kind(v.text("cluster.node_kind"), "cluster.node_kind"); });
+  c.nvlink_GBps = v.real("cluster.nvlink_GBps", 0, limits::kMaxLinkGBps);
+  if (c.nvlink_GBps > 0 && c.nvlink_GBps < limits::kMinLinkGBps)
+    throw InputError(fmt::format("{}: cluster.nvlink_GBps = {}: must be 0 (from the GPU catalog) or between {} and {}",
+                                 sc.source, c.nvlink_GBps, limits::kMinLinkGBps, limits::kMaxLinkGBps));
+  c.pcie_gen = v.integer("cluster.pcie_gen", 3);
+  c.gpus_per_pcie_switch = v.integer("cluster.gpus_per_pcie_switch", 1);
+  c.cpu_sockets = v.integer("cluster.cpu_sockets", 1);
+  c.p2p = v.boolean("cluster.p2p");
+  c.nics_per_node = v.integer("cluster.nics_per_node", 1, limits::kMaxGpus);
+  c.nic_gbps = v.real("cluster.nic_gbps", limits::kMinNicGbps, limits::kMaxNicGbps);
+  c.nic_kind = v.parsed([&] { return parse_link_kind(v.text("cluster.nic_kind"), "cluster.nic_kind"); });
+  c.oversubscription = v.real("cluster.oversubscription", 1, 1e6);
+  c.spines = v.integer("cluster.spines", 0, 1024);
+  c.fabric = v.parsed([&] { return parse_fabric(v.text("cluster.fabric"), "cluster.fabric"); });
+  c.gpus_per_tor = v.integer("cluster.gpus_per_tor", 1);
+  c.pod_gpus = v.integer("cluster.pod_gpus", 1);
+  c.pod_oversubscription = v.real("cluster.pod_oversubscription", 1, 1e6);
+  if (!v.text("cluster.nic").empty()) {
+    const NicPreset nic = v.parsed([&] { return parse_nic_preset(v.text("cluster.nic"), "cluster.nic"); });
+    c.nic_kind = nic.kind;
+    c.nic_gbps = nic.gbps;
+  }
+  sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
+  sc.algorithm = v.parsed([&] { return parse_algorithm(v.text("cluster.nccl_algorithm"), "cluster.nccl_algorithm"); });
+  sc.topology_file = v.text("cluster.topology_file");
+  sc.slow_gpus = read_slow_gpus(v);
+  sc.degraded_links = read_degraded_links(v);
+  sc.trace_path = v.text("output.trace");
+  sc.trace_detail = v.given("output.detail")
+                        ? parse_trace_detail(v.text("output.detail"), sc.source, "output.detail")
+                        : parse_trace_detail(v.text("output.trace_detail"), sc.source, "output.trace_detail");
+
+  sc.resolved_text = resolved_text(vm);
+  return sc;
+}
+
+}  // namespace
+
+Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep) {
+  std::vector<SweepLine> ignored;
+  store_file(path, vm, sweep == SweepSection::accept ? &ignored : nullptr);
+  return read_scenario(vm, path.empty() ? "built-in default" : path);
+}
+
+Scenario load_scenario_text(const std::string& text, const std::string& name, po::variables_map vm,
+                            SweepSection sweep) {
+  std::istringstream in(text);
+  std::vector<SweepLine> ignored;
+  store_stream(in, name, vm, sweep == SweepSection::accept ? &ignored : nullptr);
+  return read_scenario(vm, name);
+}
+
+void validate_scenario(Scenario& sc, int num_gpus) {
+  try {
+    validate_plan(sc.plan, sc.model, num_gpus);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", sc.source, e.what()));
+  }
+  for (const GpuFactor& f : sc.slow_gpus)
+    if (f.gpu >= num_gpus)
+      throw InputError(fmt::format("{}: cluster.slow_gpus: GPU {} does not exist; the cluster has GPUs 0..{}", sc.source,
+                                   f.gpu, num_gpus - 1));
+}
+
+}  // namespace dtsim

@@ -1,0 +1,77 @@
+// Text and JSON renderings of a Summary.
+#include "sim/scenario/summary_format.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace dtsim {
+
+const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
+  const LinkRecord* best = &links.front();
+  for (const LinkRecord& l : links)
+    if (l.bytes / l.bandwidth_bytes_per_s > best->bytes / best->bandwidth_bytes_per_s) best = &l;
+  return *best;
+}
+
+std::string format_summary_text(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links) {
+  std::string out;
+  const auto& p = sc.plan;
+  out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}{}, micro-batch {}, global batch {}\n",
+                     sc.model.name, sc.cluster.nodes, sc.cluster.gpus_per_node, s.num_gpus, p.tp, p.pp, p.dp,
+                     p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch);
+  const ModelShape& m = sc.model;
+  if (m.is_moe())
+    out += fmt::format("  experts            {} routed ({} per token) + {} shared of {}, {} dense layers first, "
+                       "{:.2f} B active parameters{}\n", m.experts, m.active_experts, m.shared_experts,
+                       m.expert_ffn_hidden, m.dense_layers, m.active_params() / 1e9, m.is_mla() ? ", MLA attention" : "");
+  out += fmt::format("  model              {} layers, hidden {}, {} heads ({} kv), {} FFN {}, vocab {}, seq {}, "
+                     "{} positions, {:.2f} B parameters\n",
+                     m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),
+                     m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
+  out += fmt::format("  setup              {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
+                     precision_name(sc.precision), recompute_name(p.recompute), schedule_name(p.schedule),
+                     p.zero_stage, node_kind_name(sc.cluster.node_kind), sc.cluster.gpu);
+  out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
+  out += fmt::format("  throughput         {:.0f} tokens/s\n", s.tokens_per_s);
+  out += fmt::format("  model TFLOP/s/GPU  {:.1f}   (MFU {:.1f} %)\n", s.model_tflops_per_gpu, 100 * s.mfu);
+  out += fmt::format("  hw TFLOP/s/GPU     {:.1f}\n", s.hw_tflops_per_gpu);
+  out += fmt::format("  peak memory        {:.2f} GiB (rank {}) of {:.1f} GiB\n", s.peak_memory_gib,
+                     s.peak_memory_rank, s.oom_capacity_gib);
+  if (s.oom)
+    out += fmt::format("  OUT OF MEMORY      rank {} exceeds the GPU at t = {:.3f} s and needs {:.2f} GiB at its peak; the GPU has {:.2f} GiB\n",
+                       s.oom_rank, s.oom_time_s, s.oom_needed_gib, s.oom_capacity_gib);
+  out += fmt::format("  time breakdown     compute {:.1f} %, memory-bound {:.1f} %, exposed comm {:.1f} %, "
+                     "bubble {:.1f} %, idle {:.1f} %\n",
+                     100 * s.compute, 100 * s.memory_bound, 100 * s.exposed_comm, 100 * s.bubble, 100 * s.idle);
+  if (!links.empty()) {
+    const LinkRecord& l = most_loaded_link(links);
+    out += fmt::format("  most loaded link   {} -> {} ({}): {:.3f} GB, {:.1f} % of its wire rate over the step, "
+                       "busy {:.3f} s\n", l.source, l.target, l.kind, l.bytes / 1e9,
+                       100 * l.bytes / (l.bandwidth_bytes_per_s * std::max(s.step_time_s, 1e-12)), l.busy_s);
+  }
+  out += fmt::format("  events simulated   {}\n", s.events);
+  return out;
+}
+
+std::string format_summary_json(const Summary& s, const std::vector<LinkRecord>& links) {
+  std::string loaded = "null";
+  if (!links.empty()) {
+    const LinkRecord& l = most_loaded_link(links);
+    loaded = fmt::format("{{\"source\": \"{}\", \"target\": \"{}\", \"kind\": \"{}\", \"busy_s\": {:.9g}, \"bytes\": {:.9g}}}",
+                          l.source, l.target, l.kind, l.busy_s, l.bytes);
+  }
+  return fmt::format(
+      "{{\"step_time_s\": {:.9g}, \"tokens_per_s\": {:.9g}, \"model_tflops_per_gpu\": {:.9g}, "
+      "\"hw_tflops_per_gpu\": {:.9g}, \"mfu\": {:.9g}, \"peak_memory_gib\": {:.9g}, \"peak_memory_rank\": {}, "
+      "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
+      "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
+      "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}, "
+      "\"most_loaded_link\": {}}}",
+      s.step_time_s, s.tokens_per_s, s.model_tflops_per_gpu, s.hw_tflops_per_gpu, s.mfu, s.peak_memory_gib,
+      s.peak_memory_rank, s.oom ? "true" : "false", s.oom_rank, s.oom_time_s, s.oom_needed_gib,
+      s.oom_capacity_gib, s.num_gpus, s.events, s.compute, s.memory_bound, s.exposed_comm, s.bubble, s.idle,
+      loaded);
+}
+
+}  // namespace dtsim
