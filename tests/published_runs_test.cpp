@@ -48,7 +48,9 @@ ErrorStats report(const std::vector<ValidationRow>& rows) {
 
 TEST_CASE("Megatron Table 1 and Table 5 runs within 5 % median and 10 % max", "[.published][megatron]") {
   const ErrorStats s = report(validate_runs(kRuns, {"NARAYANAN21", "KORTHIKANTI22"}));
-  CHECK(s.built == 19);  // Table 1's 10 rows, Table 5's 8 and the 530B DP-8 run
+  // Table 1's 10 rows, Table 5's 8 and the two 530B DP-8 runs (the full-recompute one with the
+  // micro-batch of 1 that Megatron's scripts use, listed as an assumption).
+  CHECK(s.built == 20);
   CHECK(s.median <= 5.0);
   CHECK(s.max <= 10.0);
 }

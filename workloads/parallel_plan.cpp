@@ -33,6 +33,13 @@ Attention parse_attention(std::string_view text, std::string_view key) {
   throw InputError(fmt::format("{} = '{}': valid values are standard, flash, flash_triton", key, text));
 }
 
+GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view key) {
+  if (text == "fused") return GradAccumulation::fused;
+  if (text == "separate") return GradAccumulation::separate;
+  if (text == "fp32_buffer") return GradAccumulation::fp32_buffer;
+  throw InputError(fmt::format("{} = '{}': valid values are fused, separate, fp32_buffer", key, text));
+}
+
 std::string_view recompute_name(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
 }
@@ -43,6 +50,9 @@ std::string_view attention_name(Attention a) {
   return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
 }
 bool fused_attention(Attention a) { return a != Attention::standard; }
+std::string_view grad_accumulation_name(GradAccumulation g) {
+  return g == GradAccumulation::fused ? "fused" : g == GradAccumulation::separate ? "separate" : "fp32_buffer";
+}
 
 std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key) {
   std::array<char, 3> order{};

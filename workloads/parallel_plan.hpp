@@ -21,13 +21,21 @@ enum class Schedule { one_f_one_b, gpipe, interleaved };
 // flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP.
 enum class Attention { standard, flash, flash_triton };
 bool fused_attention(Attention a);
+// How each micro-batch's weight gradients reach the gradient buffer: fused into the
+// weight-gradient GEMM, which accumulates into the fp32 main gradient (Megatron's
+// --gradient-accumulation-fusion); separate, a kernel of its own adding them in the training
+// precision (Megatron before 2022, PyTorch autograd, FSDP, DeepSpeed ZeRO); fp32_buffer, cast to
+// fp32 and added into an fp32 buffer (DeepSpeed's BF16_Optimizer: hp_grad.add_(lp_grad.float())).
+enum class GradAccumulation { fused, separate, fp32_buffer };
 
 Recompute parse_recompute(std::string_view text, std::string_view key);
 Schedule parse_schedule(std::string_view text, std::string_view key);
 Attention parse_attention(std::string_view text, std::string_view key);
+GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view key);
 std::string_view recompute_name(Recompute r);
 std::string_view schedule_name(Schedule s);
 std::string_view attention_name(Attention a);
+std::string_view grad_accumulation_name(GradAccumulation g);
 
 struct RankCoords {
   int dp = 0, tp = 0, pp = 0;
@@ -63,10 +71,7 @@ struct ParallelPlan {
   bool dropout = true;               // dropout on attention probabilities and layer outputs
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
   bool loss_scaling = false;         // fp16: gradients are unscaled and checked for inf/NaN each step
-  // The weight-gradient GEMM accumulates into the fp32 main gradient (Megatron's
-  // --gradient-accumulation-fusion); otherwise a separate kernel adds each micro-batch's weight
-  // gradient into the gradient buffer (Megatron before 2022, PyTorch autograd, FSDP, DeepSpeed).
-  bool fused_grad_accumulation = true;
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
   std::vector<int> stage_layers;     // transformer layers per pipeline stage (size pp)
   // Dimension order from innermost to outermost; default Megatron's tp, dp, pp.
   std::array<char, 3> order = {'t', 'd', 'p'};

@@ -241,17 +241,24 @@ class StageBuilder {
   }
 
   // Without fused accumulation, the weight gradients of `params` (whole-model count, split over
-  // TP here) are added into the gradient buffer by their own kernel: read the new gradient and
-  // the buffer, write the buffer (3 e bytes per parameter; with ZeRO-2/3 the reduced shard).
-  // Returns the op the next one waits for.
+  // TP here) are added into the gradient buffer by kernels of their own (with ZeRO-2/3 the
+  // reduced shard): separate, read the new gradient and the buffer, write the buffer (3 e bytes
+  // per parameter); fp32_buffer, cast the gradient to fp32 (read e, write 4) and add it into the
+  // fp32 buffer (read 4 + 4, write 4). Returns the op the next one waits for.
   int accumulate_gradients(double params, int layer, int mb, int prev) {
-    if (plan_.fused_grad_accumulation) return prev;
+    if (plan_.grad_accumulation == GradAccumulation::fused) return prev;
+    const double local = params / t() / (plan_.zero_stage >= 2 ? plan_.dp : 1);
     OpSpec add_grads;
     add_grads.kind = OpKind::grad_accumulate;
-    const double local = params / t() / (plan_.zero_stage >= 2 ? plan_.dp : 1);
-    add_grads.bytes = 3 * e() * local;
     add_grads.flops = local;
-    return add(add_grads, Phase::backward, layer, mb, {prev});
+    if (plan_.grad_accumulation == GradAccumulation::separate) {
+      add_grads.bytes = 3 * e() * local;
+      return add(add_grads, Phase::backward, layer, mb, {prev});
+    }
+    OpSpec cast = add_grads;
+    cast.bytes = (e() + 4) * local;
+    add_grads.bytes = 12 * local;
+    return add(add_grads, Phase::backward, layer, mb, {add(cast, Phase::backward, layer, mb, {prev})});
   }
 
   // Gradients of `params` (whole-model count, split over TP here) are ready after op `ready`.
@@ -328,18 +335,19 @@ class StageBuilder {
       if (reduce_experts()) reduce_gradients(grad_e() * experts, prev, true);
     }
     // Tied embeddings over a pipeline: the first and last stages sum their word-embedding
-    // gradients (Megatron's embedding group).
+    // gradients (Megatron's embedding group, on the main gradient: fp32 with grad_reduce_fp32;
+    // DeepSpeed's ReduceTiedGrads on the fp32 _hp_grad).
     if (model_.tied_embeddings && plan_.pp > 1 && (stage_ == 0 || stage_ == plan_.pp - 1))
       add(comm(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
-               e() * model_.vocab * model_.hidden / t()),
+               grad_e() * model_.vocab * model_.hidden / t()),
           Phase::optimizer, -1, -1, {prev});
     // Megatron's mixed-precision step on fp32 master weights, as HBM passes per parameter: copy
     // the low-precision gradient into the fp32 main gradient (e + 4; not needed when the GEMMs
-    // accumulate into it), unscale and check it for inf/NaN under fp16 loss scaling (4 + 4), its
+    // or an fp32 buffer accumulate into it), unscale and check it for inf/NaN under fp16 loss scaling (4 + 4), its
     // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 28), and the copy
     // back to the low-precision weights (4 + e).
     const double shard = plan_.zero_stage >= 1 ? params / plan_.dp + experts / edp : params + experts;
-    const double grad_copy = plan_.fused_grad_accumulation ? 0 : e() + 4;
+    const double grad_copy = plan_.grad_accumulation == GradAccumulation::separate ? e() + 4 : 0;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
     step.bytes = shard * (grad_copy + (plan_.loss_scaling ? 8 : 0) + 4 + 28 + (4 + e()));

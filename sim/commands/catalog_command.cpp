@@ -9,6 +9,7 @@
 #include "sim/network/comm_model.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
+#include "sim/scenario/frameworks.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "topologies/link_catalog.hpp"
 #include "workloads/model.hpp"
@@ -57,6 +58,24 @@ void print_links() {
                "shared/validation/collectives.csv)\n";
 }
 
+// Each profile: its title and summary, then each key it sets with the value and the source.
+void print_frameworks() {
+  for (const FrameworkProfile& p : framework_profiles()) {
+    std::cout << fmt::format("{}: {}\n  {}\n", p.name, p.title, p.summary);
+    for (const FrameworkSetting& s : p.settings) {
+      const char* when = s.when == Condition::fp16               ? " (fp16)"
+                         : s.when == Condition::not_fp16         ? " (not fp16)"
+                         : s.when == Condition::tensor_parallel  ? " (tp > 1)"
+                         : s.when == Condition::no_tensor_parallel ? " (tp = 1)"
+                                                                   : "";
+      std::cout << fmt::format("  {:<34} {:<13} {}\n", fmt::format("{}{}", s.key, when), s.value, s.source);
+    }
+    std::cout << "\n";
+  }
+  std::cout << "(training.framework = NAME selects one; keys given in the scenario or on the command line win; the "
+               "default is megatron-core)\n";
+}
+
 }  // namespace
 
 int catalog_command(int argc, char** argv) {
@@ -65,7 +84,8 @@ int catalog_command(int argc, char** argv) {
   if (what == "models") print_models();
   else if (what == "gpus") print_gpus();
   else if (what == "links") print_links();
-  else throw InputError(fmt::format("dtsim catalog '{}': valid catalogs are models, gpus, links", what));
+  else if (what == "frameworks") print_frameworks();
+  else throw InputError(fmt::format("dtsim catalog '{}': valid catalogs are models, gpus, links, frameworks", what));
   return 0;
 }
 

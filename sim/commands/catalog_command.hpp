@@ -1,4 +1,4 @@
-// `dtsim catalog models|gpus|links`: the catalogs as tables with their figures and sources.
+// `dtsim catalog models|gpus|links|frameworks`: the catalogs as tables with their figures and sources.
 #pragma once
 
 namespace dtsim {

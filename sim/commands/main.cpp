@@ -41,7 +41,7 @@ constexpr const char* kUsage =
     "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
-    "       dtsim catalog models|gpus|links\n"
+    "       dtsim catalog models|gpus|links|frameworks\n"
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
     "                 [--mode inference|training] [--json] | dtsim fit --seed-table [--json]\n"
     "       dtsim advise --model NAME --gpus GPU,GPU,... [--max-gpus N] [--tokens T] [--price GPU=USD_PER_HOUR ...]\n"
@@ -94,7 +94,7 @@ int run_command(int argc, char** argv) {
   const int threads = cmd.vm["threads"].as<int>();
   if (threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1, or 0 for all cores", threads));
   const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(), cmd.vm.count("fold-tp") > 0);
-  std::cout << (cmd.vm.count("json") ? format_summary_json(result.summary, result.links) + "\n"
+  std::cout << (cmd.vm.count("json") ? format_summary_json(sc, result.summary, result.links) + "\n"
                                      : format_summary_text(sc, result.summary, result.links));
   if (!trace.empty() && !cmd.vm.count("json"))
     std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
@@ -197,35 +197,7 @@ int validate_command(int argc, char** argv) {
   std::stringstream list(vm["source"].as<std::string>());
   for (std::string id; std::getline(list, id, ',');)
     if (!id.empty()) sources.push_back(id);
-  const std::vector<ValidationRow> rows = validate_runs(vm["file"].as<std::string>(), sources);
-  std::vector<double> errors;
-  for (const ValidationRow& r : rows)
-    if (r.built) errors.push_back(std::abs(r.error_pct));
-  std::sort(errors.begin(), errors.end());
-  const double median = errors.empty() ? 0 : errors.size() % 2 ? errors[errors.size() / 2]
-                                                               : 0.5 * (errors[errors.size() / 2 - 1] + errors[errors.size() / 2]);
-  const double worst = errors.empty() ? 0 : errors.back();
-  if (vm.count("json")) {
-    std::string out;
-    for (const ValidationRow& r : rows)
-      out += fmt::format("{}{{\"run_id\": \"{}\", \"source_id\": \"{}\", \"built\": {}, \"measured_s\": {:.9g}, "
-                         "\"predicted_s\": {:.9g}, \"error_pct\": {:.9g}, \"skip_reason\": \"{}\", \"caveat\": \"{}\"}}",
-                         out.empty() ? "" : ", ", r.id, r.source, r.built ? "true" : "false", r.measured_s,
-                         r.predicted_s, r.error_pct, json_escape(r.skip_reason), r.caveat);
-    std::cout << fmt::format("{{\"rows\": [{}], \"built\": {}, \"median_abs_error_pct\": {:.9g}, "
-                             "\"max_abs_error_pct\": {:.9g}}}\n", out, errors.size(), median, worst);
-    return 0;
-  }
-  std::cout << fmt::format("{:<44} {:>11} {:>11} {:>8}\n", "run", "measured s", "predicted s", "error %");
-  for (const ValidationRow& r : rows) {
-    if (r.built)
-      std::cout << fmt::format("{:<44} {:>11.3f} {:>11.3f} {:>+8.1f}{}\n", r.id, r.measured_s, r.predicted_s,
-                               r.error_pct, r.caveat.empty() ? "" : "  (" + r.caveat + ")");
-    else
-      std::cout << fmt::format("{:<44} skipped: {}\n", r.id, r.skip_reason);
-  }
-  std::cout << fmt::format("{} rows simulated, {} skipped; median |error| {:.1f} %, max {:.1f} %\n", errors.size(),
-                           rows.size() - errors.size(), median, worst);
+  std::cout << validation_report(validate_runs(vm["file"].as<std::string>(), sources), vm.count("json") > 0);
   return 0;
 }
 

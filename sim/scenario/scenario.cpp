@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <boost/program_options/parsers.hpp>
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
@@ -15,6 +16,7 @@
 
 #include "sim/base/error.hpp"
 #include "sim/base/limits.hpp"
+#include "sim/scenario/frameworks.hpp"
 
 namespace po = boost::program_options;
 
@@ -48,28 +50,31 @@ constexpr Key kKeys[] = {
     {"model.shared_experts", "", "always-on experts per MoE layer"},
     {"model.expert_ffn_hidden", "", "inner size of one (SwiGLU) expert"},
     {"model.dense_layers", "", "leading layers with a dense MLP of ffn_hidden (MoE models)"},
+    {"training.framework", "megatron-core",
+     "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
     {"training.micro_batch", "2", "sequences per micro-batch"},
     {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
     {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
-    {"training.attention", "standard", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
-    {"training.dropout", "false",
+    {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
+    {"training.dropout", "",
      "true | false: dropout on attention probabilities and layer outputs (GPT-2/Megatron GPT: 0.1; BLOOM, Llama, MPT: none)"},
-    {"training.fused_grad_accumulation", "true",
-     "true (weight-gradient GEMMs accumulate into the fp32 main gradient) | false (a separate add per micro-batch)"},
+    {"training.grad_accumulation", "",
+     "fused (weight-gradient GEMMs accumulate into the fp32 main gradient) | separate (a kernel adds each micro-batch's "
+     "gradients in the training precision) | fp32_buffer (cast, then added into an fp32 buffer: DeepSpeed's BF16 optimizer)"},
     {"parallel.tp", "4", "tensor-parallel size"},
     {"parallel.pp", "12", "pipeline-parallel stages"},
     {"parallel.dp", "8", "data-parallel replicas"},
     {"parallel.ep", "1", "expert-parallel size (MoE): experts sharded over ep consecutive DP ranks; divides dp and experts"},
-    {"parallel.zero_stage", "1",
+    {"parallel.zero_stage", "",
      "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
     {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe | interleaved"},
     {"parallel.virtual_stages", "1", "model chunks per pipeline stage (interleaved schedule)"},
-    {"parallel.sequence_parallel", "false", "true | false: Megatron sequence parallelism over the TP group"},
-    {"parallel.tp_overlap", "false",
+    {"parallel.sequence_parallel", "", "true | false: Megatron sequence parallelism over the TP group"},
+    {"parallel.tp_overlap", "",
      "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
-    {"parallel.dp_overlap", "true", "true | false: reduce gradients in buckets during the last backward pass"},
-    {"parallel.grad_reduce_fp32", "true",
+    {"parallel.dp_overlap", "", "true | false: reduce gradients in buckets during the last backward pass"},
+    {"parallel.grad_reduce_fp32", "",
      "true | false: reduce the fp32 gradients over DP (Megatron and DeepSpeed with bf16, DDP with AMP, FSDP reduce_dtype fp32); false: in the training precision (Megatron fp16, FSDP with a bf16 reduce_dtype)"},
     {"parallel.dp_bucket_mb", "25", "gradient bucket size, MB (1e6 bytes), when dp_overlap = true"},
     {"parallel.stage_layers", "auto",
@@ -304,8 +309,17 @@ std::string_view trace_detail_name(TraceDetail d) {
 
 po::options_description scenario_options() {
   po::options_description desc("Scenario keys ([section] key = value in the file, or --section.key=value)");
-  for (const Key& k : kKeys)
-    desc.add_options()(k.name, po::value<std::string>()->default_value(k.default_value), k.help);
+  static const std::vector<std::string> help = [] {
+    std::vector<std::string> out;
+    for (const Key& k : kKeys) {
+      const auto& fw = framework_keys();
+      const bool from_framework = std::find(fw.begin(), fw.end(), k.name) != fw.end();
+      out.push_back(from_framework ? fmt::format("{} (default: from training.framework)", k.help) : k.help);
+    }
+    return out;
+  }();
+  for (std::size_t i = 0; i < std::size(kKeys); ++i)
+    desc.add_options()(kKeys[i].name, po::value<std::string>()->default_value(kKeys[i].default_value), help[i].c_str());
   return desc;
 }
 
@@ -343,6 +357,15 @@ void store_file(const std::string& path, po::variables_map& vm, std::vector<Swee
   store_stream(file, path, vm, sweep_lines);
 }
 
+// The built-in default scenario (no file) is scenarios/bloom-176b.ini: BLOOM-176B as BigScience
+// trained it, with the Megatron-DeepSpeed profile; a file that names no framework gets the
+// training.framework key's default, today's Megatron-Core.
+void store_builtin_default(const std::string& path, po::variables_map& vm) {
+  if (!path.empty()) return;
+  std::istringstream builtin("[training]\nframework = megatron-deepspeed\n");
+  store_stream(builtin, "built-in default", vm, nullptr);
+}
+
 // Every key = value under its [section], in key order.
 std::string resolved_text(const po::variables_map& vm) {
   std::string text, section;
@@ -363,7 +386,9 @@ std::string resolved_text(const po::variables_map& vm) {
 std::string resolved_scenario_text(const std::string& path, po::variables_map vm) {
   std::vector<SweepLine> ignored;
   store_file(path, vm, &ignored);
+  store_builtin_default(path, vm);
   po::notify(vm);
+  apply_framework(vm, path.empty() ? "built-in default" : path);
   return resolved_text(vm);
 }
 
@@ -385,7 +410,9 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   } catch (const po::error& e) {
     throw InputError(fmt::format("{}: {}", source, e.what()));
   }
+  apply_framework(vm, sc.source);
   const Values v(vm, sc.source);
+  sc.framework = v.text("training.framework");
   sc.model = read_model(v);
   ParallelPlan& p = sc.plan;
   p.global_batch = v.integer("training.global_batch", 1);
@@ -396,7 +423,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
-  p.fused_grad_accumulation = v.boolean("training.fused_grad_accumulation");
+  p.grad_accumulation = v.parsed([&] { return parse_grad_accumulation(v.text("training.grad_accumulation"), "training.grad_accumulation"); });
   p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
   p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
   p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);
@@ -463,6 +490,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
 Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep) {
   std::vector<SweepLine> ignored;
   store_file(path, vm, sweep == SweepSection::accept ? &ignored : nullptr);
+  store_builtin_default(path, vm);
   return read_scenario(vm, path.empty() ? "built-in default" : path);
 }
 

@@ -31,6 +31,7 @@ struct LinkFactor {
 
 struct Scenario {
   std::string source;            // the file it came from, or "built-in default"
+  std::string framework;         // the framework profile (training.framework) the step runs with
   ModelShape model;
   ParallelPlan plan;             // validated against the model and the cluster
   ClusterConfig cluster;

@@ -29,8 +29,8 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
                      "{} positions, {:.2f} B parameters\n",
                      m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),
                      m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
-  out += fmt::format("  setup              {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
-                     precision_name(sc.precision), recompute_name(p.recompute), schedule_name(p.schedule),
+  out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
+                     sc.framework, precision_name(sc.precision), recompute_name(p.recompute), schedule_name(p.schedule),
                      p.zero_stage, node_kind_name(sc.cluster.node_kind), sc.cluster.gpu);
   out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
   out += fmt::format("  throughput         {:.0f} tokens/s\n", s.tokens_per_s);
@@ -54,7 +54,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   return out;
 }
 
-std::string format_summary_json(const Summary& s, const std::vector<LinkRecord>& links) {
+std::string format_summary_json(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links) {
   std::string loaded = "null";
   if (!links.empty()) {
     const LinkRecord& l = most_loaded_link(links);
@@ -67,11 +67,11 @@ std::string format_summary_json(const Summary& s, const std::vector<LinkRecord>&
       "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
       "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
       "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}, "
-      "\"most_loaded_link\": {}}}",
+      "\"most_loaded_link\": {}, \"framework\": \"{}\"}}",
       s.step_time_s, s.tokens_per_s, s.model_tflops_per_gpu, s.hw_tflops_per_gpu, s.mfu, s.peak_memory_gib,
       s.peak_memory_rank, s.oom ? "true" : "false", s.oom_rank, s.oom_time_s, s.oom_needed_gib,
       s.oom_capacity_gib, s.num_gpus, s.events, s.compute, s.memory_bound, s.exposed_comm, s.bubble, s.idle,
-      loaded);
+      loaded, sc.framework);
 }
 
 }  // namespace dtsim

@@ -15,6 +15,7 @@ const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links);
 
 std::string format_summary_text(const Scenario& scenario, const Summary& summary,
                                 const std::vector<LinkRecord>& links);
-std::string format_summary_json(const Summary& summary, const std::vector<LinkRecord>& links);
+// The summary's figures and the scenario's framework profile as one JSON object.
+std::string format_summary_json(const Scenario& scenario, const Summary& summary, const std::vector<LinkRecord>& links);
 
 }  // namespace dtsim

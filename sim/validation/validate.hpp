@@ -1,6 +1,8 @@
 // `dtsim validate`: reads published training runs in the column format of
-// shared/validation/runs.csv, builds each row as a scenario, simulates it and compares the
-// predicted iteration time with the measured one. Rows that cannot be built are kept, with the
+// shared/validation/runs.csv, builds each row as a scenario (the framework column mapped to a
+// framework profile, the model column to an architecture family, empty columns filled and listed
+// as assumptions), simulates it and compares the predicted step time with the measured one (or
+// with the one its published throughput implies). Rows that cannot be built are kept, with the
 // reason.
 #pragma once
 #include <istream>
@@ -16,7 +18,13 @@ struct ValidationRow {
   bool built = false;
   std::string skip_reason;   // why the row was not simulated
   std::string caveat;        // what the simulation differs in (e.g. no interleaving), may be empty
-  double measured_s = 0, predicted_s = 0, error_pct = 0;
+  std::string framework;     // the framework profile the row runs with (training.framework)
+  std::string framework_rule;            // why that profile: what the framework column says
+  std::vector<std::string> assumptions;  // empty columns filled from the profile, the model family or the GPU
+  // The published quantity compared: iter_time_s, or, without one, tokens_per_s_per_gpu or
+  // tflops_per_gpu (with the row's flops_counting rule), turned into the step time it implies.
+  std::string compared_on;
+  double measured_s = 0, predicted_s = 0, error_pct = 0;  // step times; error = (predicted - measured) / measured
 };
 
 // A row of the runs CSV and the scenario overrides (--section.key=value) that build it; no
@@ -38,5 +46,10 @@ Scenario validation_scenario(const ValidationCase& c, const std::string& name);
 // Throws InputError for an unreadable file or a missing column. `sources` filters by
 // source_id (empty: every row).
 std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std::vector<std::string>& sources);
+
+// The rows as a table (one line per row: measured, predicted, error, profile; skipped rows with
+// their reason; the assumptions under their row) or as one JSON object with the median and
+// largest |error|.
+std::string validation_report(const std::vector<ValidationRow>& rows, bool json);
 
 }  // namespace dtsim
