@@ -68,7 +68,7 @@ void print_frameworks() {
                          : s.when == Condition::tensor_parallel  ? " (tp > 1)"
                          : s.when == Condition::no_tensor_parallel ? " (tp = 1)"
                                                                    : "";
-      std::cout << fmt::format("  {:<34} {:<13} {}\n", fmt::format("{}{}", s.key, when), s.value, s.source);
+      std::cout << fmt::format("  {:<38} {:<12} {}\n", fmt::format("{}{}", s.key, when), s.value, s.source);
     }
     std::cout << "\n";
   }

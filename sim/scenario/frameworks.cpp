@@ -77,9 +77,12 @@ std::vector<FrameworkProfile> make_profiles() {
                     "deepspeed/runtime/pipe/schedule.py TrainSchedule: ReduceTiedGrads, ReduceGrads after the last "
                     "backward pass"},
                    {"parallel.grad_reduce_fp32", "true",
-                    "deepspeed/runtime/bf16_optimizer.py: fp32 gradient accumulation buffers are what is reduced"},
+                    "deepspeed/runtime/pipe/engine.py _bf16_reduce_grads: the fp32 buffers all-reduced in bf16 "
+                    "(communication_data_type), the same bytes as a reduce-scatter of fp32"},
                    {"parallel.sequence_parallel", "false", "no sequence parallelism in the 2022 fork"},
-                   {"parallel.zero_stage", "1", "tr11-176B-ml.slurm: ZeRO stage 1 (the BF16 optimizer's shards)"},
+                   {"parallel.zero_stage", "1",
+                    "tr11-176B-ml.slurm: --zero-stage 0, and deepspeed/runtime/bf16_optimizer.py shards the fp32 state "
+                    "over DP and all-gathers the bf16 weights (a ZeRO-1 equivalent)"},
                }});
   p.push_back({"megatron-core", "Megatron-Core / NeMo / Megatron-Bridge (2024-2025; core_r0.8 to r0.13, NeMo 24.07+)",
                "fused (cuDNN/flash) attention, sequence parallelism, distributed optimizer, overlapped DP and TP "
