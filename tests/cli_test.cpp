@@ -347,8 +347,8 @@ TEST_CASE("an advised layout is what dtsim run simulates for that layout", "[cli
 
 TEST_CASE("bad heterogeneity and trace detail values name the key and what is valid", "[cli]") {
   expect_input_error("run --cluster.slow_gpus=99999:0.8", "cluster.slow_gpus: GPU 99999 does not exist");
-  expect_input_error("run --cluster.slow_gpus=17:0", "must be a finite number > 0");
-  expect_input_error("run --cluster.slow_gpus=17:nan", "must be a finite number > 0");
+  expect_input_error("run --cluster.slow_gpus=17:0", "must be a number from 0.001 to 1000");
+  expect_input_error("run --cluster.slow_gpus=17:nan", "must be a number from 0.001 to 1000");
   expect_input_error("run --cluster.slow_gpus=17", "is not NAME:FACTOR");
   expect_input_error("run --cluster.slow_gpus=x:0.5", "'x' is not a GPU index");
   expect_input_error("run --cluster.degraded_links=node0.nic0:0.5", "is not DEVICE--DEVICE");

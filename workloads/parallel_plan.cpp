@@ -176,15 +176,17 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
     throw InputError(fmt::format(
         "training.global_batch = {}: must be a multiple of training.micro_batch x parallel.dp = {} x {} = {}",
         plan.global_batch, plan.micro_batch, plan.dp, replica_batch));
-  // A step is simulated op by op: about 45 ops per layer and micro-batch on a stage. Refuse
-  // programs that would not fit in memory rather than thrash or crash.
-  constexpr double kMaxOpsPerStage = 5e7;
-  const double ops = 45.0 * plan.micro_batches() * (static_cast<double>(model.layers) / plan.pp + 2);
-  if (ops > kMaxOpsPerStage)
+  // A step is simulated op by op: about 45 ops per layer and micro-batch, the embedding and the
+  // head counted as a layer on each stage. Refuse programs that would not fit in memory rather
+  // than thrash or crash.
+  const double ops = 45.0 * plan.micro_batches() * (static_cast<double>(model.layers) + 2.0 * plan.pp);
+  if (ops > limits::kMaxProgramOps)
     throw InputError(fmt::format(
-        "training.global_batch = {} with training.micro_batch = {}: {} micro-batches per step make about {:.0f} "
-        "million ops per pipeline stage, above the limit of {:.0f} million; raise the micro-batch or lower the batch",
-        plan.global_batch, plan.micro_batch, plan.micro_batches(), ops / 1e6, kMaxOpsPerStage / 1e6));
+        "model.layers = {} with {} micro-batches per step (training.global_batch = {}, training.micro_batch = {}, "
+        "parallel.dp = {}) make about {:.0f} million ops to simulate, above the limit of {:.0f} million (about {:.0f} "
+        "GB); fewer layers or micro-batches, or a larger micro-batch",
+        model.layers, plan.micro_batches(), plan.global_batch, plan.micro_batch, plan.dp, ops / 1e6,
+        limits::kMaxProgramOps / 1e6, limits::kMaxProgramOps * 100 / 1e9));
   const double tokens = static_cast<double>(plan.micro_batch) * model.seq_len;
   if (tokens * std::max(model.hidden, model.ffn_or_default()) > 9e18 || tokens > 2e9)
     throw InputError(fmt::format("training.micro_batch = {} x model.seq_len = {} tokens is too large to simulate",

@@ -25,5 +25,14 @@ constexpr double kMaxParams = 1e14;
 // Work of one step: model FLOPs (6 x parameters x tokens + attention, with recompute) per GPU.
 // 1e20 FLOPs take 10^9 simulated seconds at 1e11 FLOP/s, within int64 nanoseconds.
 constexpr double kMaxStepFlopsPerGpu = 1e20;
+// Speed and bandwidth factors (cluster.slow_gpus, cluster.degraded_links): a GPU or link at most a
+// thousand times slower or faster than nominal, so a transfer never shrinks below the lookahead
+// and never stretches past the time range.
+constexpr double kMinFactor = 1e-3;
+constexpr double kMaxFactor = 1e3;
+// Ops of the whole program (every pipeline stage's list; about 100 bytes each), 2 x 10^7: 2 GB.
+constexpr double kMaxProgramOps = 2e7;
+// Engine threads (dtsim run --threads).
+constexpr int kMaxThreads = 1024;
 
 }  // namespace dtsim::limits

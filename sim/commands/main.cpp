@@ -18,6 +18,7 @@
 #include "sim/network/collective_bench.hpp"
 #include "sim/commands/fit_command.hpp"
 #include "sim/base/json.hpp"
+#include "sim/base/limits.hpp"
 #include "sim/trace/hdf5_util.hpp"
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/summary_format.hpp"
@@ -91,8 +92,10 @@ int run_command(int argc, char** argv) {
   }
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
+  check_trace_target(trace, cmd.scenario, cmd.vm.count("output") > 0 || !cmd.vm["output.trace"].defaulted());
   const int threads = cmd.vm["threads"].as<int>();
-  if (threads < 0) throw InputError(fmt::format("--threads {}: must be >= 1, or 0 for all cores", threads));
+  if (threads < 0 || threads > limits::kMaxThreads)
+    throw InputError(fmt::format("--threads {}: must be from 1 to {}, or 0 for all cores", threads, limits::kMaxThreads));
   const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(), cmd.vm.count("fold-tp") > 0);
   std::cout << (cmd.vm.count("json") ? format_summary_json(sc, result.summary, result.links) + "\n"
                                      : format_summary_text(sc, result.summary, result.links));

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "sim/base/error.hpp"
@@ -80,6 +83,25 @@ EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threa
     if (sink) sink->abort();
     throw;
   }
+}
+
+void check_trace_target(const std::string& trace_path, const std::string& scenario_path, bool named_on_command_line) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (trace_path.empty() || !fs::exists(trace_path, ec)) return;
+  if (!scenario_path.empty() && fs::equivalent(trace_path, scenario_path, ec))
+    throw InputError(fmt::format("{}: the trace would overwrite the scenario file itself; name another output",
+                                 trace_path));
+  if (named_on_command_line) return;
+  // HDF5's signature at the start of the file (where dtsim writes it).
+  constexpr std::array<char, 8> kSignature = {'\x89', 'H', 'D', 'F', '\r', '\n', '\x1a', '\n'};
+  std::array<char, 8> head{};
+  std::ifstream in(trace_path, std::ios::binary);
+  const bool hdf5 = fs::is_regular_file(trace_path, ec) && in.read(head.data(), head.size()) && head == kSignature;
+  if (!hdf5)
+    throw InputError(fmt::format("{}: output.trace in {} names an existing file that is not an HDF5 trace; dtsim "
+                                 "replaces it only when told on the command line (--output {})",
+                                 trace_path, scenario_path, trace_path));
 }
 
 }  // namespace dtsim

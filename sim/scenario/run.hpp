@@ -27,4 +27,9 @@ bool tp_fold_exact(const Scenario& scenario);
 // that is exact; `fold_tp`: there, run only one rank per TP group. Throws InputError on bad input.
 EngineResult run_scenario(Scenario& scenario, const std::string& trace_path, int threads = 1, bool fold_tp = false);
 
+// Refuses (InputError) a trace path that would overwrite the scenario file itself, or, when the
+// path was named only inside the scenario file (`named_on_command_line` false), an existing file
+// that is not an HDF5 file (a trace of an earlier run may be replaced; notes.txt may not).
+void check_trace_target(const std::string& trace_path, const std::string& scenario_path, bool named_on_command_line);
+
 }  // namespace dtsim

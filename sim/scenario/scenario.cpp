@@ -11,6 +11,7 @@
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -247,9 +248,9 @@ double read_factor(const Values& v, const char* key, const std::string& item, co
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size() || !std::isfinite(f) || f <= 0)
-    throw InputError(fmt::format("{}: {} = '{}': in '{}', factor '{}' must be a finite number > 0", v.source(), key,
-                                 v.text(key), item, text));
+  if (used == 0 || used != text.size() || !std::isfinite(f) || f < limits::kMinFactor || f > limits::kMaxFactor)
+    throw InputError(fmt::format("{}: {} = '{}': in '{}', factor '{}' must be a number from {} to {}", v.source(), key,
+                                 v.text(key), item, text, limits::kMinFactor, limits::kMaxFactor));
   return f;
 }
 
@@ -352,6 +353,10 @@ void store_stream(std::istream& in, const std::string& name, po::variables_map& 
 
 void store_file(const std::string& path, po::variables_map& vm, std::vector<SweepLine>* sweep_lines) {
   if (path.empty()) return;
+  // A directory, a FIFO or a device would read as an empty file (the defaults) or block.
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw InputError(fmt::format("{}: not a regular file; give a scenario .ini file", path));
   std::ifstream file(path);
   if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
   store_stream(file, path, vm, sweep_lines);
@@ -454,7 +459,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
     throw InputError(fmt::format("{}: cluster.nvlink_GBps = {}: must be 0 (from the GPU catalog) or between {} and {}",
                                  sc.source, c.nvlink_GBps, limits::kMinLinkGBps, limits::kMaxLinkGBps));
   c.pcie_gen = v.integer("cluster.pcie_gen", 3);
-  c.gpus_per_pcie_switch = v.integer("cluster.gpus_per_pcie_switch", 1);
+  c.gpus_per_pcie_switch = v.integer("cluster.gpus_per_pcie_switch", 1, limits::kMaxGpus);
   c.cpu_sockets = v.integer("cluster.cpu_sockets", 1);
   c.p2p = v.boolean("cluster.p2p");
   c.nics_per_node = v.integer("cluster.nics_per_node", 1, limits::kMaxGpus);

@@ -1,0 +1,65 @@
+// Hostile scenario inputs (issue 34's cases 3, 4 and 6): degenerate speed and bandwidth factors,
+// runaway sizes, thread counts, scenario paths that are not files, and a trace named inside a
+// scenario that would overwrite a file that is not a trace. Each exits 2 with a message naming the
+// key or file and what is valid, and leaves the files it names untouched.
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/cli_scratch.hpp"
+
+using namespace dtsim::test;
+
+namespace {
+
+const std::string kTiny = std::string(DTSIM_SOURCE_DIR) + "/scenarios/tests/tiny-pipeline.ini";
+
+void refused(const std::string& args, const std::string& message) {
+  const Outcome o = run_dtsim(args);
+  INFO(args << "\n" << o.err);
+  CHECK(o.status == 2);
+  CHECK(o.err.find(message) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("degenerate speed and bandwidth factors are refused with the valid range", "[hardening][cli]") {
+  refused("run " + kTiny + " --cluster.slow_gpus=0:1e-13", "factor '1e-13' must be a number from 0.001 to 1000");
+  refused("run " + kTiny + " --cluster.degraded_links=node0.gpu0--node0.nvswitch:1e-16",
+          "factor '1e-16' must be a number from 0.001 to 1000");
+  refused("run " + kTiny + " --cluster.slow_gpus=0:1e9", "must be a number from 0.001 to 1000");
+  CHECK(run_dtsim("run " + kTiny + " --cluster.slow_gpus=0:0.001 --json").status == 0);
+}
+
+TEST_CASE("runaway sizes and thread counts are refused before any work", "[hardening][cli]") {
+  refused("run " + kTiny + " --model.layers=1111000 --parallel.pp=2", "above the limit of 20 million");
+  refused("run " + kTiny + " --model.layers=500000", "million ops to simulate");
+  refused("run " + kTiny + " --cluster.node_kind=pcie --cluster.gpus_per_pcie_switch=2147483647",
+          "cluster.gpus_per_pcie_switch = 2147483647: must be <= 1048576");
+  refused("run " + kTiny + " --threads 32769", "--threads 32769: must be from 1 to 1024");
+}
+
+TEST_CASE("a scenario path that is not a regular file is refused, not read as the defaults", "[hardening][cli]") {
+  refused("run " + scratch().string(), "not a regular file");
+  refused("run /dev/zero", "/dev/zero: not a regular file");
+  const std::string fifo = file("scenario.fifo");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  refused("run " + fifo, "not a regular file");  // would block forever if it were opened
+}
+
+TEST_CASE("a trace named inside a scenario never overwrites a file that is not a trace", "[hardening][cli]") {
+  const std::string notes = file("notes.txt"), scenario = file("writes-notes.ini");
+  std::ofstream(notes) << "my notes\n";
+  std::ofstream(scenario) << slurp(kTiny) << "\n[output]\ntrace = " << notes << "\n";
+  refused("run " + scenario + " --json", "names an existing file that is not an HDF5 trace");
+  CHECK(slurp(notes) == "my notes\n");
+  // Said on the command line, it is the user's choice; a trace of an earlier run is replaced.
+  REQUIRE(run_dtsim("run " + scenario + " --output " + notes + " --json").status == 0);
+  CHECK(slurp(notes).substr(1, 3) == "HDF");
+  CHECK(run_dtsim("run " + scenario + " --json").status == 0);
+  // Never over the scenario itself.
+  refused("run " + scenario + " --output " + scenario, "would overwrite the scenario file itself");
+  CHECK(slurp(scenario).find("[output]") != std::string::npos);
+}
