@@ -173,3 +173,27 @@ TEST_CASE("validate maps a row's framework and model to a profile and a family, 
   // A FLOP rate without the rule that counted it is skipped, with the reason.
   CHECK_THAT(cases[1].row.skip_reason, Catch::Contains("tflops_per_gpu without a FLOP-counting rule"));
 }
+
+TEST_CASE("PyTorch eager runs a Llama layer's RMSNorm, rotary embedding and SwiGLU as separate kernels",
+          "[frameworks]") {
+  const std::string llama = std::string(kTiny) + "[model]\nffn = swiglu\nffn_hidden = 2816\nposition_embedding = rotary\n"
+                                                 "norm = rmsnorm\nbias = false\n";
+  Scenario fused = load_scenario_text(llama, "t", cli({"--training.framework=torchtitan", "--training.fused_kernels=true"}));
+  Scenario eager = load_scenario_text(llama, "t", cli({"--training.framework=torchtitan"}));
+  CHECK_FALSE(eager.plan.fused_kernels);
+  CHECK(eager.model.position == PositionEmbedding::rotary);
+  const Summary f = run_scenario(fused, "", 1, false).summary, e = run_scenario(eager, "", 1, false).summary;
+  CHECK(e.memory_bound > f.memory_bound);
+  CHECK(e.step_time_s > f.step_time_s);
+  // The rotary kernel runs for rotary models only.
+  const auto has_rotary = [](Scenario sc) {
+    validate_scenario(sc, 8);  // fills the stage split
+    const Program p = build_program(sc.model, sc.plan);
+    for (const StageProgram& s : p.stages)
+      for (OpKind k : s.kind)
+        if (k == OpKind::rotary) return true;
+    return false;
+  };
+  CHECK(has_rotary(fused));
+  CHECK_FALSE(has_rotary(load_scenario_text(kTiny, "t", cli({"--model.position_embedding=alibi"}))));
+}

@@ -41,9 +41,17 @@ OpSpec LayerOps::tp_collective(OpKind kind, CommKind comm, double bytes) const {
 }
 
 // Fused layer norm on the (sequence-parallel) tokens: reads x, writes y; backward reads x and
-// dy, writes dx. Keeps its input.
+// dy, writes dx. Keeps its input. An RMSNorm in PyTorch eager (torchtitan's RMSNorm: x.float(),
+// pow, mean, rsqrt, mul, type_as, mul by the gain) moves per element, forward: e + 4, 4 + 4, 4,
+// 4 + 4, 4 + e, 2e = 28 + 4e bytes; backward, the same ops' gradients and their sum: 52 + 7e; it
+// keeps the fp32 copy beside its input (4 + e).
 OpSpec LayerOps::layernorm(OpKind kind) const {
   const double elems = sharded_tokens() * model_.hidden;
+  if (model_.norm == NormKind::rmsnorm && !plan_.fused_kernels) {
+    OpSpec s = elementwise(kind, (28 + 4 * e()) * elems, (52 + 7 * e()) * elems, 8 * elems);
+    s.saved = (4 + e()) * elems;
+    return s;
+  }
   OpSpec s = elementwise(kind, 2 * e() * elems, 3 * e() * elems, 8 * elems);
   s.saved = e() * elems;
   return s;
@@ -94,6 +102,13 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     OpSpec qkv = gemm(OpKind::qkv_proj, T, q_n + k_n + v_n, h);
     qkv.column_parallel = true;
     keep(qkv, e() * Ts * h);  // with SP the sharded input is kept and gathered again for backward
+    // Rotary embeddings rotate Q and K: fused (Transformer Engine, apex, torch.compile), read and
+    // write each element once; eager (torchtitan's apply_rotary_emb: float, complex multiply,
+    // type_as), (e + 4) + 8 + (4 + e) bytes per element. The backward rotates the gradients back.
+    if (model_.position == PositionEmbedding::rotary) {
+      const double rotated = T * (q_n + k_n), bytes = (plan_.fused_kernels ? 2 * e() : 16 + 2 * e()) * rotated;
+      ops.push_back(elementwise(OpKind::rotary, bytes, bytes, 6 * rotated));
+    }
   }
   if (fused_attention(plan_.attention)) {
     OpSpec fa = gemm(OpKind::flash_attention, s, s, d_qk, b * heads);
@@ -127,8 +142,10 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     OpSpec fc1 = gemm(OpKind::fc1, T, up, h);
     fc1.column_parallel = true;
     keep(fc1, e() * Ts * h);
-    if (model_.ffn == FfnKind::swiglu)
+    if (model_.ffn == FfnKind::swiglu && plan_.fused_kernels)
       keep(elementwise(OpKind::activation, 3 * e() * T * f, 5 * e() * T * f, 6 * T * f), e() * T * up);
+    else if (model_.ffn == FfnKind::swiglu)  // eager: silu(a) (2e), then silu(a) * b (3e); backward 3e + 6e
+      keep(elementwise(OpKind::activation, 5 * e() * T * f, 9 * e() * T * f, 6 * T * f), e() * T * (up + f));
     else
       keep(elementwise(OpKind::activation, 2 * e() * T * f, 3 * e() * T * f, 8 * T * f), e() * T * up);
     keep(gemm(OpKind::fc2, T, h, f), e() * T * f);

@@ -81,13 +81,23 @@ FfnKind parse_ffn_kind(std::string_view text, std::string_view key) {
 
 PositionEmbedding parse_position_embedding(std::string_view text, std::string_view key) {
   if (text == "learned") return PositionEmbedding::learned;
-  if (text == "none" || text == "alibi" || text == "rotary") return PositionEmbedding::none;
+  if (text == "none") return PositionEmbedding::none;
+  if (text == "alibi") return PositionEmbedding::alibi;
+  if (text == "rotary") return PositionEmbedding::rotary;
   throw InputError(fmt::format("{} = '{}': valid values are learned, none, alibi, rotary", key, text));
 }
 
+NormKind parse_norm_kind(std::string_view text, std::string_view key) {
+  if (text == "layernorm") return NormKind::layernorm;
+  if (text == "rmsnorm") return NormKind::rmsnorm;
+  throw InputError(fmt::format("{} = '{}': valid values are layernorm, rmsnorm", key, text));
+}
+std::string_view norm_kind_name(NormKind n) { return n == NormKind::layernorm ? "layernorm" : "rmsnorm"; }
+
 std::string_view ffn_kind_name(FfnKind k) { return k == FfnKind::gelu ? "gelu" : "swiglu"; }
 std::string_view position_embedding_name(PositionEmbedding p) {
-  return p == PositionEmbedding::learned ? "learned" : "none";
+  static constexpr std::string_view names[] = {"learned", "none", "alibi", "rotary"};
+  return names[static_cast<int>(p)];
 }
 
 }  // namespace dtsim

@@ -8,7 +8,12 @@
 namespace dtsim {
 
 enum class FfnKind { gelu, swiglu };            // 2-matrix GeLU MLP or 3-matrix SwiGLU
-enum class PositionEmbedding { learned, none };  // none: ALiBi / rotary (no parameters)
+// Learned position embeddings carry parameters; ALiBi biases the attention scores and rotary
+// embeddings rotate the queries and keys (a kernel of their own), neither with parameters.
+enum class PositionEmbedding { learned, none, alibi, rotary };
+// LayerNorm (GPT, BLOOM, MPT) or RMSNorm (Llama, Qwen, DeepSeek); both counted with a gain and a
+// bias per channel (an RMSNorm's missing bias is below 0.01 % of any catalog model).
+enum class NormKind { layernorm, rmsnorm };
 
 struct ModelShape {
   std::string name = "custom";
@@ -22,6 +27,7 @@ struct ModelShape {
   int seq_len = 0;
   bool tied_embeddings = true;
   PositionEmbedding position = PositionEmbedding::learned;
+  NormKind norm = NormKind::layernorm;
   bool embedding_norm = false;  // a layer norm right after the embedding (BLOOM)
   bool bias = true;             // linear layers carry biases (GPT, BLOOM; not Llama)
   bool parallel_block = false;  // attention and MLP side by side on the layer input (GPT-J/NeoX)
@@ -74,6 +80,8 @@ struct ModelShape {
 
 FfnKind parse_ffn_kind(std::string_view text, std::string_view key);
 PositionEmbedding parse_position_embedding(std::string_view text, std::string_view key);
+NormKind parse_norm_kind(std::string_view text, std::string_view key);
+std::string_view norm_kind_name(NormKind n);
 std::string_view ffn_kind_name(FfnKind k);
 std::string_view position_embedding_name(PositionEmbedding p);
 

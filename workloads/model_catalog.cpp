@@ -26,7 +26,7 @@ ModelShape with_source(ModelShape m, std::string source) {
   return m;
 }
 
-// A Llama-style shape: SwiGLU, rotary positions, RMS norms (counted as layer norms), no biases,
+// A Llama-style shape: SwiGLU, rotary positions, RMS norms, no biases,
 // untied embeddings.
 ModelShape llama(std::string name, int layers, int hidden, int heads, int kv_heads, int ffn, int vocab, int seq,
                  std::string source) {
@@ -34,7 +34,8 @@ ModelShape llama(std::string name, int layers, int hidden, int heads, int kv_hea
   m.kv_heads = kv_heads;
   m.ffn = FfnKind::swiglu;
   m.ffn_hidden = ffn;
-  m.position = PositionEmbedding::none;
+  m.position = PositionEmbedding::rotary;
+  m.norm = NormKind::rmsnorm;
   m.tied_embeddings = false;
   m.bias = false;
   return with_source(std::move(m), std::move(source));
@@ -53,7 +54,7 @@ std::vector<ModelShape> make_catalog() {
   // BigScience BLOOM-176B model card: 70 layers, hidden 14336, 112 heads, vocab 250880, seq 2048,
   // ALiBi positions, layer norm after the embedding, tied embeddings. 176,247M parameters.
   ModelShape bloom = gpt("bloom-176b", 70, 14336, 112, 250880, 2048);
-  bloom.position = PositionEmbedding::none;
+  bloom.position = PositionEmbedding::alibi;
   bloom.embedding_norm = true;
   c.push_back(with_source(bloom, "BLOOM-176B model card (BigScience 2022): 176,247M parameters"));
   // Narayanan et al. 2021 Table 1 and Korthikanti et al. 2022 Table 3 (vocab 51200, seq 2048).
@@ -79,7 +80,7 @@ std::vector<ModelShape> make_catalog() {
   // EleutherAI GPT-NeoX-20B (Black et al. 2022): 44 layers, hidden 6144, 64 heads, vocab 50432,
   // rotary positions, untied embeddings; 20.55B parameters.
   ModelShape neox = gpt("gpt-neox-20b", 44, 6144, 64, 50432, 2048);
-  neox.position = PositionEmbedding::none;
+  neox.position = PositionEmbedding::rotary;
   neox.tied_embeddings = false;
   neox.parallel_block = true;  // x + attn(ln1(x)) + mlp(ln2(x))
   c.push_back(with_source(neox, "Black et al. 2022 (GPT-NeoX-20B): 20.55B"));

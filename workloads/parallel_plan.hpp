@@ -72,6 +72,10 @@ struct ParallelPlan {
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
   bool loss_scaling = false;         // fp16: gradients are unscaled and checked for inf/NaN each step
   GradAccumulation grad_accumulation = GradAccumulation::fused;
+  // Elementwise kernels fused as Megatron, Transformer Engine and torch.compile run them (one
+  // kernel per RMSNorm, rotary embedding and SwiGLU); false: PyTorch eager, one kernel per
+  // tensor op with fp32 intermediates (torchtitan's RMSNorm and apply_rotary_emb).
+  bool fused_kernels = true;
   std::vector<int> stage_layers;     // transformer layers per pipeline stage (size pp)
   // Dimension order from innermost to outermost; default Megatron's tp, dp, pp.
   std::array<char, 3> order = {'t', 'd', 'p'};

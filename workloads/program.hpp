@@ -33,9 +33,10 @@ enum class OpKind : std::int16_t {
   // Multi-head latent attention (mla_ops) and mixture-of-experts layers (moe_ops).
   mla_down_proj, latent_norm, mla_q_up, mla_kv_up, router, gating, moe_permute, moe_dispatch, expert_fc1,
   expert_activation, expert_fc2, moe_combine, moe_unpermute, shared_fc1, shared_activation, shared_fc2,
-  expert_dp_all_reduce, expert_dp_reduce_scatter, expert_dp_all_gather
+  expert_dp_all_reduce, expert_dp_reduce_scatter, expert_dp_all_gather,
+  rotary  // rotary position embedding of the queries and keys
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::expert_dp_all_gather) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::rotary) + 1;
 
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {

@@ -43,6 +43,7 @@ constexpr Key kKeys[] = {
     {"model.seq_len", "", "sequence length, tokens"},
     {"model.tied_embeddings", "", "true | false: LM head shares the word embedding"},
     {"model.position_embedding", "", "learned | none | alibi | rotary"},
+    {"model.norm", "", "layernorm | rmsnorm (Llama, Qwen, DeepSeek)"},
     {"model.embedding_norm", "", "true | false: layer norm after the embedding (BLOOM)"},
     {"model.bias", "", "true | false: linear layers have biases"},
     {"model.parallel_block", "", "true | false: attention and MLP in parallel on the layer input (GPT-J/NeoX)"},
@@ -63,6 +64,8 @@ constexpr Key kKeys[] = {
     {"training.grad_accumulation", "",
      "fused (weight-gradient GEMMs accumulate into the fp32 main gradient) | separate (a kernel adds each micro-batch's "
      "gradients in the training precision) | fp32_buffer (cast, then added into an fp32 buffer: DeepSpeed's BF16 optimizer)"},
+    {"training.fused_kernels", "",
+     "true (one kernel per norm, rotary embedding and SwiGLU) | false (PyTorch eager: one kernel per tensor op)"},
     {"parallel.tp", "4", "tensor-parallel size"},
     {"parallel.pp", "12", "pipeline-parallel stages"},
     {"parallel.dp", "8", "data-parallel replicas"},
@@ -193,6 +196,7 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.tied_embeddings")) m.tied_embeddings = v.boolean("model.tied_embeddings");
   if (v.given("model.position_embedding"))
     m.position = v.parsed([&] { return parse_position_embedding(v.text("model.position_embedding"), "model.position_embedding"); });
+  if (v.given("model.norm")) m.norm = v.parsed([&] { return parse_norm_kind(v.text("model.norm"), "model.norm"); });
   if (v.given("model.embedding_norm")) m.embedding_norm = v.boolean("model.embedding_norm");
   if (v.given("model.bias")) m.bias = v.boolean("model.bias");
   if (v.given("model.parallel_block")) m.parallel_block = v.boolean("model.parallel_block");
@@ -428,6 +432,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
+  p.fused_kernels = v.boolean("training.fused_kernels");
   p.grad_accumulation = v.parsed([&] { return parse_grad_accumulation(v.text("training.grad_accumulation"), "training.grad_accumulation"); });
   p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
   p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);

@@ -49,20 +49,21 @@ struct Family {
   const char* name;
   const char* ffn;
   const char* position;
+  const char* norm;
   bool bias, tied, embedding_norm;
 };
 constexpr Family kFamilies[] = {
     // Llama 1-3 (meta-llama/llama model.py): SwiGLU, rotary, RMSNorm, no biases, untied head.
-    {"llama", "swiglu", "rotary", false, false, false},
+    {"llama", "swiglu", "rotary", "rmsnorm", false, false, false},
     // MPT (llm-foundry configuration_mpt.py): ALiBi, no_bias = True, tied embeddings, GeLU 4h.
-    {"mpt", "gelu", "alibi", false, true, false},
+    {"mpt", "gelu", "alibi", "layernorm", false, true, false},
     // BLOOM (Le Scao et al. 2022): ALiBi, embedding layer norm, biases, tied embeddings.
-    {"bloom", "gelu", "alibi", true, true, true},
+    {"bloom", "gelu", "alibi", "layernorm", true, true, true},
     // OPT (metaseq): learned positions, biases, tied embeddings, a 2-matrix ReLU MLP.
-    {"opt", "gelu", "learned", true, true, false},
+    {"opt", "gelu", "learned", "layernorm", true, true, false},
     // GPT-2/3 and Megatron's GPT (MT-NLG too): learned positions, biases, tied embeddings.
-    {"gpt", "gelu", "learned", true, true, false},
-    {"mt-nlg", "gelu", "learned", true, true, false},
+    {"gpt", "gelu", "learned", "layernorm", true, true, false},
+    {"mt-nlg", "gelu", "learned", "layernorm", true, true, false},
 };
 
 const Family* family_of(const std::string& model) {
@@ -190,6 +191,7 @@ RowScenario row_scenario(const CsvRow& r) {
   }
   a.push_back(std::string("--model.ffn=") + family->ffn);
   a.push_back(std::string("--model.position_embedding=") + family->position);
+  a.push_back(std::string("--model.norm=") + family->norm);
   a.push_back(std::string("--model.bias=") + (family->bias ? "true" : "false"));
   a.push_back(std::string("--model.tied_embeddings=") + (family->tied ? "true" : "false"));
   a.push_back(std::string("--model.embedding_norm=") + (family->embedding_norm ? "true" : "false"));
