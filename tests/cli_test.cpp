@@ -315,7 +315,8 @@ double json_number(const std::string& text, const std::string& key) {
 }
 
 TEST_CASE("an advised layout is what dtsim run simulates for that layout", "[cli]") {
-  // The best 4090 layout on 8 GPUs of one PCIe node, with its stage split.
+  // The best 4090 layout on 8 GPUs of one PCIe node, with its stage split, under advise's default
+  // framework (run without a scenario file would take BLOOM's, megatron-deepspeed).
   const Outcome advised = run_dtsim("advise --model gpt-1.7b --gpus RTX4090 --max-gpus 8 --global-batch 32 --top 0 --json");
   INFO(advised.err);
   REQUIRE(advised.status == 0);
@@ -328,7 +329,8 @@ TEST_CASE("an advised layout is what dtsim run simulates for that layout", "[cli
                                              "\"dp\": (\\d+), \"ep\": 1, \"micro_batch\": (\\d+), \"recompute\": \"(\\w+)\", "
                                              "\"zero_stage\": (\\d+), \"stage_layers\": \"([\\w,]+)\", \"node_kind\": \"(\\w+)\"")));
   const Outcome run = run_dtsim(fmt::format(
-      "run --model.name=gpt-1.7b --cluster.gpu=RTX-4090 --training.global_batch=32 --cluster.nic_kind=infiniband "
+      "run --model.name=gpt-1.7b --training.framework=megatron-core --cluster.gpu=RTX-4090 --training.global_batch=32 "
+      "--cluster.nic_kind=infiniband "
       "--cluster.nics_per_node=4 --cluster.nic_gbps=200 --cluster.nodes={} --cluster.gpus_per_node={} --parallel.tp={} "
       "--parallel.pp={} --parallel.dp={} --training.micro_batch={} --training.recompute={} --parallel.zero_stage={} "
       "--parallel.stage_layers={} --cluster.node_kind={} --json",

@@ -1,4 +1,5 @@
-// Closed forms of the memory a model needs for inference and training (see memory_fit.hpp).
+// The memory a model needs for inference (closed forms) and for training (the program builder's
+// memory plan, walked pass by pass without simulating), see memory_fit.hpp.
 #include "workloads/memory_fit.hpp"
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 
 #include "sim/base/error.hpp"
 #include "workloads/layer_ops.hpp"
+#include "workloads/layer_params.hpp"
+#include "workloads/pipeline_schedule.hpp"
 
 namespace dtsim {
 namespace {
@@ -28,37 +31,108 @@ double weight_bytes(const ModelShape& m, WeightFormat f) {
   return m.transformer_params() * weight_format_bytes(f) + others * other_weight_bytes(f);
 }
 
-// Korthikanti et al. 2022 Sec. 4, bytes per layer with 2-byte activations: without recomputation
-// sbh(10 + 24/t + 5as/(ht)), with sequence parallelism sbh/t (34 + 5as/h); selective drops the
-// 5as/h attention term; full keeps the layer input, 2sbh (/t with SP).
-double layer_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t) {
-  const double sbh = static_cast<double>(s.seq_len) * s.micro_batch * m.hidden;
-  const double attn = 5.0 * m.heads * s.seq_len / m.hidden;
-  switch (s.recompute) {
-    case Recompute::full: return 2 * sbh / (s.sequence_parallel ? t : 1);
-    case Recompute::selective: return s.sequence_parallel ? sbh * 34 / t : sbh * (10 + 24.0 / t);
-    case Recompute::none: break;
-  }
-  return s.sequence_parallel ? sbh / t * (34 + attn) : sbh * (10 + 24.0 / t + attn / t);
+double kept(const std::vector<OpSpec>& ops) {
+  double sum = 0;
+  for (const OpSpec& op : ops) sum += op.saved;
+  return sum;
 }
 
-// MoE and MLA layers (Korthikanti's form is for dense multi-head layers): what the kernels of a
-// layer keep (workloads/layer_ops, standard attention with dropout), the larger of a dense and
-// an MoE layer (the most loaded stage holds only MoE layers).
-double kernel_activation_bytes(const ModelShape& m, const TrainingSetup& s, int t) {
-  ParallelPlan plan;
-  plan.tp = t, plan.ep = s.ep, plan.micro_batch = s.micro_batch, plan.recompute = s.recompute;
-  plan.sequence_parallel = s.sequence_parallel;
-  ModelShape shape = m;
-  shape.seq_len = s.seq_len;
-  const LayerOps ops(shape, plan);
-  double most = 0;
-  for (int l : {0, std::min(m.dense_layers, m.layers - 1)}) {
-    double sum = 0;
-    for (const OpSpec& op : ops.layer_forward(l)) sum += op.saved;
-    most = std::max(most, sum);
+// `total` layers over `pp` stages as evenly as possible, the extra ones to the middle stages first.
+std::vector<int> spread(int total, int pp) {
+  std::vector<int> stages(pp, total / pp);
+  int extra = total % pp;
+  for (int i = 1; i < pp - 1 && extra > 0; ++i, --extra) ++stages[i];
+  if (extra > 0) ++stages.back(), --extra;
+  if (extra > 0) ++stages.front();
+  return stages;
+}
+
+// Static bytes per GPU of a stage, as the program builder allocates them before the step: its
+// layers' parameters (the routed experts of the EP shard apart), the embedding on the first
+// stage, the head, the final norm and a tied embedding's copy on the last, split over TP; bf16
+// weights (/ dp under ZeRO-3), gradients (/ dp under ZeRO-2), 12 B of Adam state (/ dp under
+// ZeRO-1), experts' state over the expert-DP group.
+struct StageState {
+  double weights = 0, gradients = 0, optimizer = 0;
+};
+StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
+  const LayerParams layers = layers_params(m, p, p.first_layer(stage), p.stage_layers[stage]);
+  double params = layers.replicated;
+  if (stage == 0) params += m.embedding_params();
+  if (stage == p.pp - 1)
+    params += m.head_params() + m.final_norm_params() +
+              (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
+  params /= p.tp;
+  const double experts = layers.experts / p.tp, dp = p.dp, edp = p.expert_dp(), e = p.weight_bytes;
+  const auto share = [&](double per_param, int zero) {
+    return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
+  };
+  return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts), share(e, 2), share(12, 1)};
+}
+
+// What one model chunk of a stage keeps per micro-batch (layer_ops' saved bytes per kernel) and
+// what its backward pass adds on top: the layer being recomputed (full: the whole layer as
+// without recomputation; selective with unfused attention: the attention core).
+struct ChunkMemory {
+  std::vector<double> layer, recomputed;  // per layer of the chunk, in forward order
+  double embedding = 0, head = 0;         // first chunk of the first stage, last of the last
+  double gathered = 0;                    // ZeRO-3: layers' parameters gathered at once
+  double total() const {
+    double sum = embedding + head;
+    for (double l : layer) sum += l;
+    return sum;
   }
-  return most;
+};
+ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const LayerOps& ops, int stage, int chunk) {
+  ChunkMemory c;
+  const int begin = p.chunk_first_layer(stage, chunk), count = p.chunk_layers(stage, chunk);
+  for (int l = begin; l < begin + count; ++l) {
+    c.layer.push_back(kept(ops.layer_forward(l)));
+    const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
+    if (p.recompute == Recompute::full) c.recomputed.push_back(kept(materialized));
+    else if (p.recompute == Recompute::selective && p.attention == Attention::standard)
+      c.recomputed.push_back(kept(ops.attention_core(materialized)));
+    else c.recomputed.push_back(0);
+  }
+  if (stage == 0 && chunk == 0) c.embedding = kept(ops.embedding_forward());
+  if (stage == p.pp - 1 && chunk == p.virtual_stages - 1) c.head = kept(ops.head_forward());
+  // FSDP gathers a layer and prefetches the next: two at once (StageBuilder::gather_layer).
+  if (p.zero_stage >= 3 && p.dp > 1) c.gathered = std::min(2, count) * p.weight_bytes * m.params_per_layer() / p.tp;
+  return c;
+}
+
+// The most a stage's activations and buffers reach as it runs its passes in order: a forward pass
+// adds what its chunk keeps; the backward frees the head's first, then rematerializes each layer
+// from the top before freeing it.
+struct ActivationPeak {
+  double activations = 0, buffers = 0;
+  int in_flight = 0;  // micro-batches whose activations are kept at the peak
+};
+ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int stage) {
+  const LayerOps ops(m, p);
+  std::vector<ChunkMemory> chunks;
+  for (int c = 0; c < p.virtual_stages; ++c) chunks.push_back(chunk_memory(m, p, ops, stage, c));
+  ActivationPeak best;
+  double held = 0;
+  int in_flight = 0;
+  const auto consider = [&](double activations, double buffers) {
+    if (activations + buffers > best.activations + best.buffers) best = {activations, buffers, in_flight};
+  };
+  for (const PipelinePass& pass : pipeline_order(p, stage)) {
+    const ChunkMemory& c = chunks[pass.chunk];
+    if (pass.forward) {
+      held += c.total(), ++in_flight;
+      consider(held, c.gathered);
+      continue;
+    }
+    double running = held - c.head;
+    for (std::size_t i = c.layer.size(); i-- > 0;) {
+      consider(running + c.recomputed[i], c.gathered);
+      running -= c.layer[i];
+    }
+    held -= c.total(), --in_flight;
+  }
+  return best;
 }
 
 template <class Need>
@@ -133,49 +207,66 @@ MemoryNeed inference_memory(const ModelShape& m, const InferenceSetup& s, int tp
   return n;
 }
 
-MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp) {
+StageSplit stage_split(const ModelShape& m, int pp) {
+  ParallelPlan auto_split;
+  auto_split.pp = pp;
+  try {
+    validate_plan(auto_split, m, pp);
+    return {auto_split.stage_layers, false};
+  } catch (const InputError&) {
+  }
+  if (m.layers + 2 < 2 * pp) return {spread(m.layers, pp), true};
+  std::vector<int> stages = spread(m.layers + 2, pp);
+  --stages.front();
+  --stages.back();
+  return {stages, true};
+}
+
+ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp) {
+  ParallelPlan p;
+  p.tp = tp, p.pp = pp, p.dp = dp, p.ep = s.ep;
+  p.micro_batch = s.micro_batch;
+  p.global_batch = (s.micro_batches > 0 ? s.micro_batches : pp) * s.micro_batch * dp;
+  p.zero_stage = s.zero_stage, p.recompute = s.recompute;
+  p.sequence_parallel = s.sequence_parallel && tp > 1;
+  p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels;
+  p.stage_layers = stage_split(m, pp).layers;
+  return p;
+}
+
+MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int tp, int pp, int dp) {
+  ModelShape m = model;
+  m.seq_len = s.seq_len;
+  const ParallelPlan p = training_plan(m, s, tp, pp, dp);
+  int stage = 0;
+  StageState state;
+  ActivationPeak peak;
+  for (int st = 0; st < pp; ++st) {
+    const StageState st_state = stage_state(m, p, st);
+    const ActivationPeak st_peak = activation_peak(m, p, st);
+    const auto total = [](const StageState& a, const ActivationPeak& b) {
+      return a.weights + a.gradients + a.optimizer + b.activations + b.buffers;
+    };
+    if (st == 0 || total(st_state, st_peak) > total(state, peak)) stage = st, state = st_state, peak = st_peak;
+  }
   MemoryNeed n;
-  // Stages split evenly (layers, or layers + 2 counting the embedding and the head); otherwise the
-  // most loaded stage of the uneven split dtsim advise gives: ceil((layers + 2) / pp) layers,
-  // their parameters and activations.
-  const bool even = m.layers % pp == 0 || (m.layers + 2) % pp == 0;
-  const double layers = even ? static_cast<double>(m.layers) / pp : std::ceil((m.layers + 2.0) / pp);
-  const double stage_share = layers * pp / m.layers;  // of the layers' parameters, relative to 1/pp
-  // Routed experts: / ep more, and their sharded state over the dp / ep ranks holding them.
-  const double routed = static_cast<double>(m.moe_layers()) * m.experts * m.expert_params();
-  const double others = m.total_params() - m.transformer_params();
-  const double p = ((m.transformer_params() - routed) * stage_share + others) / (tp * pp);
-  const double pe = routed * stage_share / (static_cast<double>(tp) * pp * s.ep);
-  const int edp = std::max(1, dp / s.ep);
-  const auto bytes = [&](double per_param, int stage) {
-    return per_param * (s.zero_stage >= stage ? p / dp + pe / edp : p + pe);
-  };
+  const std::string where = pp > 1 ? fmt::format(" (stage {} of {}, {} layers)", stage, pp, p.stage_layers[stage]) : "";
   const std::string experts = m.is_moe() ? fmt::format("; routed experts / ep = {}", s.ep) : "";
-  n.items.push_back({"weights", bytes(2, 3),
-                     fmt::format("bf16, / (tp x pp){}{}", s.zero_stage >= 3 ? " x dp (ZeRO-3)" : "", experts)});
-  n.items.push_back({"gradients", bytes(2, 2),
-                     fmt::format("bf16, / (tp x pp){}{}", s.zero_stage >= 2 ? " x dp (ZeRO-2)" : "", experts)});
-  n.items.push_back({"optimizer", bytes(12, 1),
-                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / (tp x pp){}{}",
-                                 s.zero_stage >= 1 ? " x dp (ZeRO-1)" : "", experts)});
-  const int in_flight = s.micro_batches > 0 ? std::min(pp, s.micro_batches) : pp;
-  const double logits = pp == 1 ? 4.0 * s.seq_len * s.micro_batch * m.vocab / tp : 0;
-  const bool kernels = m.is_moe() || m.is_mla();
-  const auto per_layer = [&](const TrainingSetup& setup) {
-    return kernels ? kernel_activation_bytes(m, setup, tp) : layer_activation_bytes(m, setup, tp);
-  };
-  // With recomputation the backward of each layer first reruns its forward (full: the layer,
-  // selective: the attention core), so one layer's activations as without recomputation live
-  // next to the checkpoints (Korthikanti et al. 2022 Sec. 4.1, the rematerialized layer).
-  TrainingSetup materialized = s;
-  materialized.recompute = Recompute::none;
-  const double rematerialized = s.recompute == Recompute::none ? 0 : per_layer(materialized) - per_layer(s);
-  n.items.push_back({"activations", layers * in_flight * per_layer(s) + rematerialized + logits,
-                     fmt::format("{}, recompute {}{}: {:.4g} layers x {} micro-batch(es) in "
-                                 "flight (1F1B){}{}", kernels ? "what the MoE/MLA kernels keep" : "Korthikanti et al. 2022",
-                                 recompute_name(s.recompute), s.sequence_parallel ? " + SP" : "",
-                                 layers, in_flight, s.recompute == Recompute::none ? "" : " + one rematerialized layer",
-                                 pp == 1 ? " + fp32 logits 4sbV/t" : "")});
+  n.items.push_back({"weights", state.weights,
+                     fmt::format("bf16, / tp{}{}{}", p.zero_stage >= 3 ? " x dp (ZeRO-3)" : "", experts, where)});
+  n.items.push_back({"gradients", state.gradients,
+                     fmt::format("bf16, / tp{}{}", p.zero_stage >= 2 ? " x dp (ZeRO-2)" : "", experts)});
+  n.items.push_back({"optimizer", state.optimizer,
+                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / tp{}{}",
+                                 p.zero_stage >= 1 ? " x dp (ZeRO-1)" : "", experts)});
+  n.items.push_back({"activations", peak.activations,
+                     fmt::format("what each kernel keeps ({} attention, dropout {}, {}recompute {}): {} micro-batch(es) "
+                                 "in flight (1F1B){}", attention_name(p.attention), p.dropout ? "on" : "off",
+                                 p.sequence_parallel ? "sequence parallel, " : "", recompute_name(p.recompute),
+                                 peak.in_flight, p.recompute == Recompute::none ? "" : " + the layer being recomputed")});
+  n.items.push_back({"buffers", peak.buffers,
+                     p.zero_stage >= 3 && dp > 1 ? "ZeRO-3: a layer's parameters gathered and the next prefetched"
+                                                 : "none (ZeRO-3 gathers only)"});
   n.items.push_back({"overhead", kRuntimeOverheadBytes, "CUDA context, kernels, cuBLAS/NCCL workspaces (1 GiB)"});
   return n;
 }

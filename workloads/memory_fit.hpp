@@ -1,9 +1,11 @@
-// The static memory model behind `dtsim fit` and the pruning of `dtsim advise`: closed forms of
-// what a model needs on a GPU for inference (weights in a storage format with its quantization
-// scales, KV cache, activations of a forward pass, runtime overhead) and for training (weights,
-// gradients, Adam state under ZeRO, activations by Korthikanti et al. 2022 under recomputation),
-// and the smallest tensor x pipeline split whose per-GPU share fits a capacity. It knows nothing
-// of GPUs beyond their capacity in bytes.
+// The static memory model behind `dtsim fit` and the pruning of `dtsim advise`: what a model needs
+// on a GPU for inference (closed forms: weights in a storage format with its quantization scales,
+// KV cache, activations of a forward pass, runtime overhead) and for training (the simulated
+// step's own memory plan, without simulating it: the weights, gradients and Adam state the
+// program builder allocates per stage under ZeRO, the activations each kernel of layer_ops keeps
+// for the micro-batches the pipeline schedule holds in flight, the recomputed layer, the gathered
+// ZeRO-3 layers), and the smallest tensor x pipeline split whose per-GPU share fits a capacity.
+// It knows nothing of GPUs beyond their capacity in bytes.
 #pragma once
 #include <string>
 #include <string_view>
@@ -45,15 +47,34 @@ struct InferenceSetup {
   int batch = 1;       // sequences served at once
 };
 
+// How the step executes, as the scenario keys of the same names (a framework profile sets most of
+// them; the defaults are ParallelPlan's). Training is bf16/fp16 mixed precision under 1F1B.
 struct TrainingSetup {
   int seq_len = 2048;
   int micro_batch = 1;
   Recompute recompute = Recompute::full;
   int zero_stage = 1;
-  bool sequence_parallel = false;
-  int micro_batches = 0;  // per step; 0 = at least pp (a full 1F1B pipeline)
+  bool sequence_parallel = false;  // Megatron SP on every split with tp > 1
+  int micro_batches = 0;  // per step; 0 = pp (a full 1F1B pipeline)
   int ep = 1;             // expert parallelism (MoE): routed experts / ep per GPU, their state / (dp / ep)
+  Attention attention = Attention::standard;
+  bool dropout = true;
+  bool fused_kernels = true;
 };
+
+// Transformer layers per pipeline stage for `pp` stages: the split `dtsim run` makes of
+// parallel.stage_layers = auto (validate_plan), or where it refuses one (DeepSeek-R1's 61 layers
+// on a power of two) layers + 2 as evenly as possible, the extra layers to the middle stages
+// first, one fewer on the first and the last (the embedding and the head count as one layer
+// each). `uneven` says which.
+struct StageSplit {
+  std::vector<int> layers;
+  bool uneven = false;
+};
+StageSplit stage_split(const ModelShape& m, int pp);
+
+// The plan the program builder would run for this setup on tp x pp x dp GPUs (stage split as above).
+ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp);
 
 // A model-parallel split and what it needs per GPU.
 struct Split {
@@ -64,8 +85,9 @@ struct Split {
 
 // Inference on tp x pp GPUs (pp = 1, tp = 1: the whole model on one GPU).
 MemoryNeed inference_memory(const ModelShape& m, const InferenceSetup& s, int tp = 1, int pp = 1);
-// Training on tp x pp x dp GPUs, per GPU of the first pipeline stage (the one that keeps the most
-// activations under 1F1B).
+// Training on tp x pp x dp GPUs, per GPU of the stage whose peak is highest: its static state, and
+// the most its activations and buffers reach as it runs its passes (pipeline_order) — what
+// `dtsim run` reports as peak_memory_gib, plus the runtime overhead it leaves out.
 MemoryNeed training_memory(const ModelShape& m, const TrainingSetup& s, int tp = 1, int pp = 1, int dp = 1);
 
 // The smallest split that fits `capacity_bytes`: tp = 1, 2, 4, 8 (up to gpus_per_node) on one

@@ -5,14 +5,19 @@
 #include <tbb/info.h>
 
 #include <algorithm>
+#include <boost/any.hpp>
+#include <boost/program_options/variables_map.hpp>
 #include <cmath>
 #include <set>
 
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
+#include "sim/scenario/frameworks.hpp"
 #include "sim/scenario/run.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "topologies/link_catalog.hpp"
+#include "workloads/layer_ops.hpp"
+#include "workloads/layer_params.hpp"
 #include "workloads/memory_fit.hpp"
 
 namespace dtsim {
@@ -39,68 +44,156 @@ double intra_node_bytes_per_s(const GpuSpec& g, const std::string& kind) {
   return 0.8 * pcie_bytes_per_s(std::min(g.pcie_gen, 5));
 }
 
-// A rough step time: GEMM FLOPs (of the active parameters) at the GPU's matmul rate stretched by
-// the 1F1B bubble, plus the TP all-reduces (4 per layer and micro-batch, 6 with full recompute),
-// the MoE all-to-alls (as many, of tokens x top-k hidden states), the DP gradient ring (experts
-// over dp / ep) and, with ZeRO-3, the parameter all-gathers of every layer in every pass.
-double estimate_step_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r, int global_batch,
-                       const AdviseRequest& q) {
-  const double tokens = static_cast<double>(global_batch) * m.seq_len;
+// The rates the estimate runs kernels at: GEMMs at the GPU's sustained (else best measured)
+// matmul rate, fused attention at its published FlashAttention fraction of the peak, the rest at
+// the measured HBM bandwidth; each kernel pays a launch.
+struct Rates {
+  double gemm, flash, hbm;
+};
+constexpr double kDefaultHbmEfficiency = 0.8;
+constexpr double kLaunchS = 2e-6;
+Rates rates_of(const GpuSpec& g) {
+  Rates r;
+  r.gemm = g.sustained_matmul_bf16_flops > 0   ? g.sustained_matmul_bf16_flops
+           : g.measured_matmul_bf16_flops > 0 ? g.measured_matmul_bf16_flops
+                                              : kDefaultGemmEfficiency * g.bf16_flops;
+  r.flash = g.flash_attention_fraction > 0 ? g.flash_attention_fraction * g.bf16_flops : 0.8 * r.gemm;
+  r.hbm = g.measured_hbm_bytes_per_s > 0 ? g.measured_hbm_bytes_per_s : kDefaultHbmEfficiency * g.hbm_bytes_per_s;
+  return r;
+}
+
+// What the estimate of one layout knows: its plan as the program builder would run it, the
+// roofline and the bandwidths of its groups.
+struct EstimateContext {
+  const ModelShape& m;
+  ParallelPlan plan;
+  Rates rates;
+  double tp_bw, ep_bw, dp_bw, pp_bw;  // bytes/s per GPU of each group's ring
+};
+
+// Seconds of the ops of one pass (layer_ops' kernels and collectives) on one GPU: a kernel at the
+// roofline (fused attention on the causal half of its FLOPs, its backward recomputing QK^T:
+// 2.5 GEMMs' work instead of 2), a ring collective at its group's bandwidth; an asynchronous
+// collective hides behind the GEMM it overlaps.
+double pass_s(const EstimateContext& c, const std::vector<OpSpec>& ops, bool backward) {
+  double sum = 0;
+  for (const OpSpec& op : ops) {
+    if (op.comm != CommKind::none) {
+      if (op.async) continue;
+      const bool tp = op.group == Group::tp;
+      const double n = tp ? c.plan.tp : c.plan.ep, bw = tp ? c.tp_bw : c.ep_bw;
+      if (n > 1) sum += (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw;
+      continue;
+    }
+    double compute = 0;
+    if (op.kind == OpKind::flash_attention) compute = 0.5 * op.flops * (backward ? 1.25 : 1) / c.rates.flash;
+    else if (op.m > 0) compute = op.flops / c.rates.gemm;
+    sum += std::max(compute, op.bytes / c.rates.hbm) + kLaunchS;
+  }
+  return sum;
+}
+
+// A ring reduce-scatter or all-gather of `bytes` over `n` ranks.
+double ring(double n, double bytes, double bw) { return n > 1 ? (n - 1) / n * bytes / bw : 0; }
+
+// Forward, then recomputation and backward, of layer `l` for one micro-batch, with the gradient
+// accumulation kernels of frameworks that do not fuse it into the weight-gradient GEMM. ZeRO-3
+// gathers the layer's parameters before each pass (the next layer's while this one runs) and
+// reduce-scatters its gradients after the backward, on the DP stream: a pass takes the longer.
+double layer_s(const EstimateContext& c, const LayerOps& ops, int l) {
+  const ParallelPlan& p = c.plan;
+  const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
+  const double forward = pass_s(c, ops.layer_forward(l), false);
+  double backward = pass_s(c, ops.backward_of(materialized), true);
+  if (p.recompute == Recompute::full) backward += pass_s(c, materialized, false);
+  else if (p.recompute == Recompute::selective && p.attention == Attention::standard)
+    backward += pass_s(c, ops.attention_core(materialized), false);
+  const LayerParams params = layer_params(c.m, p, l);
+  const double local = (params.replicated + params.experts) / p.tp / (p.zero_stage >= 2 ? p.dp : 1);
+  if (p.grad_accumulation == GradAccumulation::separate) backward += 3 * p.weight_bytes * local / c.rates.hbm;
+  if (p.grad_accumulation == GradAccumulation::fp32_buffer) backward += (p.weight_bytes + 16) * local / c.rates.hbm;
+  if (p.zero_stage < 3) return forward + backward;
+  const double gather = ring(p.dp, p.weight_bytes * params.replicated / p.tp, c.dp_bw);
+  const double reduce = ring(p.dp, (p.grad_reduce_fp32 ? 4 : p.weight_bytes) * params.replicated / p.tp, c.dp_bw);
+  return std::max(forward, gather) + std::max(backward, gather + reduce);
+}
+
+// A step of the layout: 1F1B runs each stage's micro-batches back to back after the pipeline
+// fills, (micro-batches - 1) x the slowest stage + every stage once; then the gradient reduction
+// the last backward pass does not hide (ZeRO-2: the reductions of every backward pass, ZeRO-3:
+// in layer_s), the optimizer (an HBM pass over the Adam shard) and the ZeRO-1/2 parameter
+// all-gather.
+double estimate_step_s(const EstimateContext& c) {
+  const ModelShape& m = c.m;
+  const ParallelPlan& p = c.plan;
+  const LayerOps ops(m, p);
+  const int mb = p.micro_batches();
+  const double dense = layer_s(c, ops, 0), moe = m.is_moe() ? layer_s(c, ops, std::min(m.dense_layers, m.layers - 1)) : dense;
+  const double hop = p.pp > 1 ? p.weight_bytes * ops.tokens() * m.hidden / p.tp / c.pp_bw : 0;
+  double slowest = 0, all = 0;
+  for (int s = 0; s < p.pp; ++s) {
+    const int first = p.first_layer(s), n = p.stage_layers[s];
+    const int dense_n = std::clamp(m.dense_layers - first, 0, n);
+    double t = dense_n * dense + (n - dense_n) * moe + 2 * hop;
+    if (s == 0) t += pass_s(c, ops.embedding_forward(), false) + pass_s(c, ops.backward_of(ops.embedding_forward()), true);
+    if (s == p.pp - 1) t += pass_s(c, ops.head_forward(), false) + pass_s(c, ops.backward_of(ops.head_forward()), true);
+    slowest = std::max(slowest, t);
+    all += t;
+  }
+  double step = (mb - 1) * slowest + all;
+  // Per-GPU parameters of a stage, routed experts over the expert-DP group.
   const double routed = static_cast<double>(m.moe_layers()) * m.experts * m.expert_params();
-  const double passes = r.recompute == Recompute::full ? 8 : 6;
-  const double rate = g.measured_matmul_bf16_flops > 0 ? g.measured_matmul_bf16_flops
-                                                       : kDefaultGemmEfficiency * g.bf16_flops;
-  const double m_batches = static_cast<double>(global_batch) / (r.micro_batch * r.dp);
-  const double bubble = (m_batches + r.pp - 1) / m_batches;
-  const double compute = passes * (m.is_moe() ? m.active_params() : m.total_params()) * tokens / (r.num_gpus() * rate);
-  const double network_per_gpu = 0.9 * q.nics_per_node * q.nic_gbps / 8 * 1e9 / r.gpus_per_node;
-  double tp = 0;
-  if (r.tp > 1) {
-    const double bytes = 2.0 * m.seq_len * r.micro_batch * m.hidden * 2 * (r.tp - 1) / r.tp;
-    tp = (r.recompute == Recompute::full ? 6 : 4) * bytes / intra_node_bytes_per_s(g, r.node_kind) *
-         (static_cast<double>(m.layers) / r.pp) * m_batches;
-  }
-  if (r.ep > 1) {
-    const double bytes = 2.0 * m.seq_len * r.micro_batch * m.active_experts * m.hidden * (r.ep - 1) / r.ep;
-    const double rate_a2a = r.ep * r.tp > r.gpus_per_node ? network_per_gpu : intra_node_bytes_per_s(g, r.node_kind);
-    tp += (r.recompute == Recompute::full ? 6 : 4) * bytes / rate_a2a * (static_cast<double>(m.moe_layers()) / r.pp) *
-          m_batches;
-  }
-  double dp = 0;
-  if (r.dp > 1) {
-    const double per_gpu = r.nodes > 1 ? network_per_gpu : intra_node_bytes_per_s(g, r.node_kind);
-    const double edp = static_cast<double>(r.dp) / r.ep;
-    const double ring = 2 * ((m.total_params() - routed) * (r.dp - 1) / r.dp + routed / r.ep * (edp - 1) / edp) /
-                        (r.tp * r.pp) / per_gpu;
-    dp = 2 * ring;
-    if (r.zero_stage >= 3) dp += (r.recompute == Recompute::full ? 3 : 2) * ring * m_batches;
-  }
-  return (compute + tp) * bubble + dp;
+  const double params = (m.total_params() - routed) / (p.tp * p.pp), experts = routed / (p.tp * p.pp * p.ep);
+  const double dp = p.dp, edp = p.expert_dp(), grad_e = p.grad_reduce_fp32 ? 4 : p.weight_bytes;
+  const double reduce = (p.zero_stage == 0 ? 2 : 1) * (ring(dp, grad_e * params, c.dp_bw) + ring(edp, grad_e * experts, c.dp_bw));
+  if (p.zero_stage == 2) step = std::max(step, mb * reduce);
+  else if (p.zero_stage < 2)
+    // With DP overlap the buckets of the last backward pass reduce behind it; else all after it.
+    step += p.dp_overlap ? std::max(reduce * std::min(1.0, p.dp_bucket_bytes / (grad_e * params)), reduce - slowest)
+                         : reduce;
+  if (p.zero_stage == 1 || p.zero_stage == 2)
+    step += ring(dp, p.weight_bytes * params, c.dp_bw) + ring(edp, p.weight_bytes * experts, c.dp_bw);
+  const double shard = p.zero_stage >= 1 ? params / dp + experts / edp : params + experts;
+  const double grad_copy = p.grad_accumulation == GradAccumulation::separate ? p.weight_bytes + 4 : 0;
+  return step + shard * (grad_copy + 4 + 28 + 4 + p.weight_bytes) / c.rates.hbm;
 }
 
-// Layers per stage when validate_plan's even splits do not apply (DeepSeek-R1's 61 layers on a
-// power of two): layers + 2 as evenly as possible, the extra layers to the middle stages first,
-// one fewer on the first and the last (the embedding and the head count as one layer each).
-std::vector<int> uneven_stages(const ModelShape& m, int pp) {
-  if (pp == 1 || m.layers % pp == 0 || (m.layers + 2) % pp == 0 || m.layers + 2 < 2 * pp) return {};
-  std::vector<int> stages(pp, (m.layers + 2) / pp);
-  int extra = (m.layers + 2) % pp;
-  for (int i = 1; i < pp - 1 && extra > 0; ++i, --extra) ++stages[i];
-  if (extra > 0) ++stages.back();
-  --stages.front();
-  --stages.back();
-  return stages;
+// The training setup of layout `r` under framework `fw`.
+TrainingSetup setup_of(const ModelShape& m, const AdviseRow& r, const FrameworkSetup& fw, int global_batch) {
+  TrainingSetup s = fw.training;
+  s.seq_len = m.seq_len, s.micro_batch = r.micro_batch, s.recompute = r.recompute, s.zero_stage = r.zero_stage;
+  s.micro_batches = global_batch / (r.micro_batch * r.dp), s.ep = r.ep;
+  return s;
 }
 
+// The estimate of layout `r` (its node kind and NICs) as framework `fw` runs it.
+double estimate_layout_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r, const FrameworkSetup& fw,
+                         int global_batch) {
+  EstimateContext c{m, training_plan(m, setup_of(m, r, fw, global_batch), r.tp, r.pp, r.dp), rates_of(g), 0, 0, 0, 0};
+  c.plan.tp_overlap = fw.tp_overlap, c.plan.dp_overlap = fw.dp_overlap;
+  c.plan.grad_reduce_fp32 = fw.grad_reduce_fp32, c.plan.grad_accumulation = fw.grad_accumulation;
+  const double intra = intra_node_bytes_per_s(g, r.node_kind);
+  const double network = 0.9 * r.nics_per_node * r.nic_gbps / 8 * 1e9 / r.gpus_per_node;
+  c.tp_bw = intra;
+  c.ep_bw = r.ep * r.tp > r.gpus_per_node ? network : intra;
+  c.dp_bw = r.dp * r.tp > r.gpus_per_node ? network : intra;
+  c.pp_bw = r.num_gpus() > r.gpus_per_node ? network : intra;
+  return estimate_step_s(c);
+}
+
+// parallel.stage_layers of a layout: auto where `dtsim run` splits the layers itself, else the
+// uneven split of memory_fit's stage_split.
 std::string stage_layers_text(const ModelShape& m, int pp) {
+  const StageSplit split = stage_split(m, pp);
+  if (!split.uneven) return "auto";
   std::string out;
-  for (int n : uneven_stages(m, pp)) out += fmt::format("{}{}", out.empty() ? "" : ",", n);
-  return out.empty() ? "auto" : out;
+  for (int n : split.layers) out += fmt::format("{}{}", out.empty() ? "" : ",", n);
+  return out;
 }
 
 bool valid_layout(const ModelShape& m, const AdviseRow& r, int global_batch) {
   ParallelPlan p;
-  p.stage_layers = uneven_stages(m, r.pp);
+  p.stage_layers = stage_split(m, r.pp).layers;
   p.tp = r.tp, p.pp = r.pp, p.dp = r.dp, p.ep = r.ep, p.micro_batch = r.micro_batch, p.global_batch = global_batch;
   p.zero_stage = r.zero_stage, p.recompute = r.recompute;
   try {
@@ -123,7 +216,7 @@ std::vector<int> expert_parallel_sizes(const ModelShape& m, int dp) {
 
 // Every layout of `g` that fits, with its estimate, best first.
 std::vector<AdviseRow> layouts(const ModelShape& m, const GpuSpec& g, int global_batch, const AdviseRequest& q,
-                               std::size_t& built) {
+                               const FrameworkSetup& fw, std::size_t& built) {
   std::vector<AdviseRow> out;
   for (int n = 1; n <= q.max_gpus; n *= 2) {
     for (int tp = 1; tp <= std::min(n, 8); tp *= 2) {
@@ -144,12 +237,10 @@ std::vector<AdviseRow> layouts(const ModelShape& m, const GpuSpec& g, int global
                 r.nics_per_node = q.nics_per_node, r.nic_gbps = q.nic_gbps;
                 ++built;
                 if (!valid_layout(m, r, global_batch)) continue;
-                TrainingSetup s{m.seq_len, mb, rc, zero, false, global_batch / (mb * r.dp)};
-                s.ep = ep;
-                const double need = training_memory(m, s, tp, pp, r.dp).total();
+                const double need = training_memory(m, setup_of(m, r, fw, global_batch), tp, pp, r.dp).total();
                 if (need > kMemoryHeadroom * g.memory_bytes) continue;
                 r.fit_gib = need / kGiB;
-                r.estimate_s = estimate_step_s(m, g, r, global_batch, q);
+                r.estimate_s = estimate_layout_s(m, g, r, fw, global_batch);
                 out.push_back(r);
               }
       }
@@ -181,7 +272,8 @@ std::vector<AdviseRow> promising(const std::vector<AdviseRow>& fitting, int top)
 void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_batch) {
   if (rows.empty()) return;
   SweepPlan plan;
-  plan.fixed = {{"model.name", q.model}, {"training.global_batch", std::to_string(global_batch)},
+  plan.fixed = {{"model.name", q.model}, {"training.framework", q.framework},
+                {"training.global_batch", std::to_string(global_batch)},
                 {"cluster.nic_kind", "infiniband"}, {"output.trace_detail", "summary"}};
   plan.spec.mode = SweepMode::zip;
   plan.fold_tp = true;  // only summaries are kept
@@ -237,8 +329,34 @@ std::vector<AdviseRow> variants(const AdviseRow& best, const GpuSpec& g) {
 
 }  // namespace
 
+FrameworkSetup framework_setup(const std::string& name, const std::string& precision) {
+  find_framework(name);  // an unknown name: the error `dtsim run` gives
+  namespace po = boost::program_options;
+  po::variables_map vm;
+  const auto set = [&](const char* key, const std::string& value) {
+    vm.insert({key, po::variable_value(boost::any(value), false)});
+  };
+  set("training.framework", name);
+  set("training.precision", precision);
+  set("parallel.tp", "2");  // the settings of a split with tensor parallelism
+  apply_framework(vm, "--framework");
+  const auto text = [&](const char* key) { return vm[key].as<std::string>(); };
+  FrameworkSetup f;
+  f.training.attention = parse_attention(text("training.attention"), "training.attention");
+  f.training.dropout = text("training.dropout") == "true";
+  f.training.fused_kernels = text("training.fused_kernels") == "true";
+  f.training.sequence_parallel = text("parallel.sequence_parallel") == "true";
+  f.training.zero_stage = std::stoi(text("parallel.zero_stage"));
+  f.grad_accumulation = parse_grad_accumulation(text("training.grad_accumulation"), "training.grad_accumulation");
+  f.tp_overlap = text("parallel.tp_overlap") == "true";
+  f.dp_overlap = text("parallel.dp_overlap") == "true";
+  f.grad_reduce_fp32 = text("parallel.grad_reduce_fp32") == "true";
+  return f;
+}
+
 AdviseResult advise(const AdviseRequest& q) {
   const ModelShape& m = find_model(q.model);
+  const FrameworkSetup fw = framework_setup(q.framework);
   if (q.gpus.empty()) throw InputError("dtsim advise: --gpus needs at least one GPU, e.g. A100-80GB,H100-80GB,RTX4090");
   if (q.max_gpus < 1) throw InputError(fmt::format("--max-gpus = {}: must be >= 1", q.max_gpus));
   std::vector<const GpuSpec*> gpus;
@@ -254,12 +372,13 @@ AdviseResult advise(const AdviseRequest& q) {
 
   AdviseResult res;
   res.model = m.name;
+  res.framework = q.framework;
   res.seq_len = m.seq_len;
   res.global_batch = q.global_batch > 0 ? q.global_batch : std::max(1, (1 << 22) / m.seq_len);
   res.tokens = q.tokens > 0 ? q.tokens : 20 * m.total_params();
   std::vector<AdviseRow> rows;
   for (const GpuSpec* g : gpus) {
-    const std::vector<AdviseRow> fitting = layouts(m, *g, res.global_batch, q, res.candidates);
+    const std::vector<AdviseRow> fitting = layouts(m, *g, res.global_batch, q, fw, res.candidates);
     res.fitting += fitting.size();
     for (const AdviseRow& r : promising(fitting, q.top)) rows.push_back(r);
   }
@@ -285,7 +404,10 @@ AdviseResult advise(const AdviseRequest& q) {
   for (const GpuSpec* g : gpus) {
     const auto best = std::find_if(rows.begin(), rows.end(), [&](const AdviseRow& r) { return r.rank > 0 && r.gpu == g->name; });
     if (best == rows.end()) continue;
-    for (const AdviseRow& v : variants(*best, *g)) extra.push_back(v);
+    for (AdviseRow& v : variants(*best, *g)) {
+      v.estimate_s = estimate_layout_s(m, *g, v, fw, res.global_batch);
+      extra.push_back(v);
+    }
   }
   simulate(extra, q, res.global_batch);
   for (AdviseRow& v : extra) finish(v);

@@ -1,6 +1,7 @@
 // `dtsim advise`: for each GPU type, the training layouts (GPU count, TP, PP, DP, EP for MoE models, micro-batch,
-// recomputation, ZeRO stage) that fit in 90 % of the memory by workloads/memory_fit, a rough analytic step
-// time to pick the promising ones, the simulation of those (the sweep runner, on TBB threads),
+// recomputation, ZeRO stage) that fit in 90 % of the memory by workloads/memory_fit, an analytic step
+// time (layer_ops' kernels on a roofline, rings, 1F1B) to pick the promising ones, the simulation of
+// those (the sweep runner, on TBB threads), all as one framework profile runs them,
 // and the ranking by time to train and cost; then the best layout of each GPU type again with
 // other node kinds (NVSwitch, NVLink pairs, PCIe) and NIC speeds.
 #pragma once
@@ -9,13 +10,28 @@
 #include <vector>
 
 #include "sim/sweep/runner.hpp"
+#include "workloads/memory_fit.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallel_plan.hpp"
 
 namespace dtsim {
 
+// The settings of framework profile `name` (training.framework, sim/scenario/frameworks) that the
+// memory model and the estimate take, as apply_framework gives them for `precision` (bf16 or
+// fp16): attention kernel, dropout, fused kernels, sequence parallelism (on a split with tp > 1),
+// the profile's ZeRO stage, and for the estimate gradient accumulation, TP and DP overlap and the
+// gradient reduction's precision; the rest of the setup at its defaults. Throws find_framework's
+// InputError for an unknown name.
+struct FrameworkSetup {
+  TrainingSetup training;
+  GradAccumulation grad_accumulation = GradAccumulation::fused;
+  bool tp_overlap = false, dp_overlap = true, grad_reduce_fp32 = false;
+};
+FrameworkSetup framework_setup(const std::string& name, const std::string& precision = "bf16");
+
 struct AdviseRequest {
   std::string model;                    // catalog name
+  std::string framework = "megatron-core";  // training.framework of every simulated layout
   std::vector<std::string> gpus;        // catalog names or aliases
   int max_gpus = 256;
   double tokens = 0;                    // tokens to train; 0 = 20 per parameter (Chinchilla)
@@ -48,6 +64,7 @@ struct AdviseRow {
 
 struct AdviseResult {
   std::string model;
+  std::string framework;                     // the profile every layout ran with
   double tokens = 0;
   int global_batch = 0, seq_len = 0;
   std::size_t candidates = 0, fitting = 0;   // layouts built, and those that fit in memory

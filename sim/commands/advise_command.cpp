@@ -41,9 +41,9 @@ std::string layout_text(const AdviseRow& r) {
 std::string money(double usd) { return std::isnan(usd) ? "" : fmt::format("{:.0f}", usd); }
 
 void print_text(const AdviseResult& res, double wall_s) {
-  std::cout << fmt::format("dtsim advise: {}, global batch {} x {} tokens, {:.3g} tokens to train; {} layouts, {} fit "
-                           "in memory, {} simulated in {:.1f} s; ranked by {}\n\n",
-                           res.model, res.global_batch, res.seq_len, res.tokens, res.candidates, res.fitting,
+  std::cout << fmt::format("dtsim advise: {} as {} runs it, global batch {} x {} tokens, {:.3g} tokens to train; {} "
+                           "layouts, {} fit in memory, {} simulated in {:.1f} s; ranked by {}\n\n",
+                           res.model, res.framework, res.global_batch, res.seq_len, res.tokens, res.candidates, res.fitting,
                            res.rows.size(), wall_s, res.ranked_by);
   std::cout << fmt::format("{:>4} {:<16} {:>5} {:>5} {:<30} {:<12} {:>9} {:>9} {:>6} {:>8} {:>8} {:>10} {:>12}\n", "rank",
                            "GPU", "GPUs", "nodes", "layout", "node", "step s", "tokens/s", "MFU", "peak GiB", "days",
@@ -90,16 +90,16 @@ void print_json(const AdviseResult& res) {
     rows.add(fmt::format("{{\"rank\": {}, \"gpu\": \"{}\", \"role\": \"{}\", \"num_gpus\": {}, \"nodes\": {}, "
                          "\"gpus_per_node\": {}, \"tp\": {}, \"pp\": {}, \"dp\": {}, \"ep\": {}, \"micro_batch\": {}, \"recompute\": \"{}\", "
                          "\"zero_stage\": {}, \"stage_layers\": \"{}\", \"node_kind\": \"{}\", \"nics_per_node\": {}, \"nic_gbps\": {}, \"fit_gib\": {}, "
-                         "\"status\": \"{}\", \"message\": \"{}\", \"step_time_s\": {}, \"tokens_per_s\": {}, \"mfu\": {}, "
+                         "\"estimate_s\": {}, \"status\": \"{}\", \"message\": \"{}\", \"step_time_s\": {}, \"tokens_per_s\": {}, \"mfu\": {}, "
                          "\"peak_memory_gib\": {}, \"train_days\": {}, \"gpu_hours\": {}, \"cost_usd\": {}}}",
                          r.rank, r.gpu, r.role, r.num_gpus(), r.nodes, r.gpus_per_node, r.tp, r.pp, r.dp, r.ep, r.micro_batch,
                          recompute_name(r.recompute), r.zero_stage, r.stage_layers, r.node_kind, r.nics_per_node, num(r.nic_gbps),
-                         num(r.fit_gib), point_status_name(r.status), json_escape(r.message), num(r.summary.step_time_s),
+                         num(r.fit_gib), num(r.estimate_s), point_status_name(r.status), json_escape(r.message), num(r.summary.step_time_s),
                          num(r.summary.tokens_per_s), num(r.summary.mfu), num(r.summary.peak_memory_gib),
                          num(r.train_s / 86400), num(r.gpu_hours), num(r.cost_usd)));
-  std::cout << fmt::format("{{\"model\": \"{}\", \"tokens\": {:.9g}, \"global_batch\": {}, \"seq_len\": {}, "
+  std::cout << fmt::format("{{\"model\": \"{}\", \"framework\": \"{}\", \"tokens\": {:.9g}, \"global_batch\": {}, \"seq_len\": {}, "
                            "\"candidates\": {}, \"fitting\": {}, \"ranked_by\": \"{}\", \"rows\": {}}}\n",
-                           res.model, res.tokens, res.global_batch, res.seq_len, res.candidates, res.fitting,
+                           res.model, res.framework, res.tokens, res.global_batch, res.seq_len, res.candidates, res.fitting,
                            res.ranked_by, rows.str());
 }
 
@@ -109,6 +109,8 @@ int advise_command(int argc, char** argv) {
   po::options_description own("dtsim advise options");
   own.add_options()("help,h", "print this help")("model", po::value<std::string>(), "catalog model")(
       "gpus", po::value<std::string>(), "GPU types, comma-separated (catalog names or aliases)")(
+      "framework", po::value<std::string>()->default_value("megatron-core"),
+      "framework profile every layout runs with (dtsim catalog frameworks), as run's training.framework")(
       "max-gpus", po::value<int>()->default_value(256), "largest GPU count searched (powers of two, 8 per node)")(
       "tokens", po::value<std::string>()->default_value("0"), "tokens to train; 0 = 20 per parameter (Chinchilla)")(
       "global-batch", po::value<int>()->default_value(0), "sequences per step; 0 = 2^22 tokens / seq_len")(
@@ -125,7 +127,8 @@ int advise_command(int argc, char** argv) {
     throw InputError(fmt::format("dtsim advise: {}", e.what()));
   }
   if (vm.count("help")) {
-    std::cout << "usage: dtsim advise --model NAME --gpus A100-80GB,H100-80GB,RTX4090 [--max-gpus N] [--tokens T] "
+    std::cout << "usage: dtsim advise --model NAME --gpus A100-80GB,H100-80GB,RTX4090 [--framework NAME] [--max-gpus N] "
+                 "[--tokens T] "
                  "[--price GPU=USD_PER_HOUR ...] [--output FILE.h5] [--json]\n\n" << own << "\n";
     return 0;
   }
@@ -133,6 +136,7 @@ int advise_command(int argc, char** argv) {
   if (!vm.count("gpus")) throw InputError("dtsim advise: --gpus GPU,GPU,... is required");
   AdviseRequest q;
   q.model = vm["model"].as<std::string>();
+  q.framework = vm["framework"].as<std::string>();
   std::stringstream list(vm["gpus"].as<std::string>());
   for (std::string g; std::getline(list, g, ',');)
     if (!g.empty()) q.gpus.push_back(g);

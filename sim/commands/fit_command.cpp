@@ -1,5 +1,6 @@
 // `dtsim fit`: the memory model of workloads/memory_fit for one model, then for every catalog GPU
 // the smallest split that holds it; `--seed-table` checks the guide's table (sim/guide_check).
+// Training runs as the framework profile of --framework (the advisor's framework_setup) says.
 #include "sim/commands/fit_command.hpp"
 
 #include <fmt/format.h>
@@ -7,6 +8,7 @@
 #include <boost/program_options.hpp>
 #include <iostream>
 
+#include "sim/advisor/advise.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
 #include "sim/validation/guide_check.hpp"
@@ -24,6 +26,7 @@ struct FitRequest {
   bool training = false;
   InferenceSetup inference;
   TrainingSetup training_setup;
+  std::string framework;
   int dp = 1;
 };
 
@@ -49,10 +52,12 @@ FitRequest read_request(const po::variables_map& vm) {
     if (f != WeightFormat::bf16 && f != WeightFormat::fp16)
       throw InputError(fmt::format("--precision = {}: training is mixed precision; valid values with --mode training: "
                                    "bf16, fp16", weight_format_name(f)));
+    r.framework = vm["framework"].as<std::string>();
+    r.training_setup = framework_setup(r.framework, std::string(weight_format_name(f))).training;
     r.training_setup.seq_len = context;
     r.training_setup.micro_batch = batch;
     r.training_setup.recompute = parse_recompute(vm["recompute"].as<std::string>(), "--recompute");
-    r.training_setup.zero_stage = vm["zero"].as<int>();
+    if (vm.count("zero")) r.training_setup.zero_stage = vm["zero"].as<int>();
     if (r.training_setup.zero_stage < 0 || r.training_setup.zero_stage > 3)
       throw InputError(fmt::format("--zero = {}: valid values are 0, 1, 2, 3", r.training_setup.zero_stage));
   } else {
@@ -70,9 +75,12 @@ void print_fit(const FitRequest& r, bool json) {
   const ModelShape& m = *r.model;
   const MemoryNeed need = r.training ? training_memory(m, r.training_setup, 1, 1, r.dp) : inference_memory(m, r.inference);
   const std::string setup =
-      r.training ? fmt::format("training, bf16 mixed-precision Adam, seq {} x micro-batch {}, recompute {}, ZeRO-{}, dp {}",
-                               r.training_setup.seq_len, r.training_setup.micro_batch,
-                               recompute_name(r.training_setup.recompute), r.training_setup.zero_stage, r.dp)
+      r.training ? fmt::format("training, {} ({} attention{}{}), mixed-precision Adam, seq {} x micro-batch {}, recompute {}, "
+                               "ZeRO-{}, dp {}", r.framework, attention_name(r.training_setup.attention),
+                               r.training_setup.sequence_parallel ? ", sequence parallel with tp > 1" : "",
+                               r.training_setup.dropout ? ", dropout" : "", r.training_setup.seq_len,
+                               r.training_setup.micro_batch, recompute_name(r.training_setup.recompute),
+                               r.training_setup.zero_stage, r.dp)
                  : fmt::format("inference, {}, context {} x batch {}", weight_format_name(r.inference.format),
                                r.inference.context, r.inference.batch);
   if (json) {
@@ -150,7 +158,9 @@ int fit_command(int argc, char** argv) {
       "batch", po::value<int>()->default_value(1), "sequences at once (training: micro-batch)")(
       "mode", po::value<std::string>()->default_value("inference"), "inference | training")(
       "recompute", po::value<std::string>()->default_value("full"), "training: none | selective | full")(
-      "zero", po::value<int>()->default_value(1), "training: ZeRO stage 0..3 (shards over dp)")(
+      "framework", po::value<std::string>()->default_value("megatron-core"),
+      "training: framework profile (dtsim catalog frameworks), as run's training.framework")(
+      "zero", po::value<int>(), "training: ZeRO stage 0..3 (shards over dp); default the framework's")(
       "dp", po::value<int>()->default_value(1), "training: data-parallel replicas")(
       "seed-table", "check the GPU guide's VRAM table instead")(
       "claims", po::value<std::string>()->default_value(default_claims_path()), "the guide's table (CSV)")(
@@ -163,7 +173,7 @@ int fit_command(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << "usage: dtsim fit --model NAME [--precision bf16] [--context N] [--batch N] [--mode inference|training] "
-                 "[--json]\n       dtsim fit --seed-table [--claims FILE.csv] [--json]\n\n" << own << "\n";
+                 "[--framework NAME] [--recompute full] [--zero N] [--dp N] [--json]\n       dtsim fit --seed-table [--claims FILE.csv] [--json]\n\n" << own << "\n";
     return 0;
   }
   if (vm.count("seed-table")) print_seed_table(vm["claims"].as<std::string>(), vm.count("json") > 0);

@@ -44,8 +44,10 @@ constexpr const char* kUsage =
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
     "       dtsim catalog models|gpus|links|frameworks\n"
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
-    "                 [--mode inference|training] [--json] | dtsim fit --seed-table [--json]\n"
-    "       dtsim advise --model NAME --gpus GPU,GPU,... [--max-gpus N] [--tokens T] [--price GPU=USD_PER_HOUR ...]\n"
+    "                 [--mode inference|training] [--framework NAME] [--recompute full] [--zero N] [--dp N]\n"
+    "                 [--json] | dtsim fit --seed-table [--json]\n"
+    "       dtsim advise --model NAME --gpus GPU,GPU,... [--framework NAME] [--max-gpus N] [--tokens T]\n"
+    "                    [--price GPU=USD_PER_HOUR ...]\n"
     "                    [--output FILE.h5] [--json]\n"
     "       dtsim --help | dtsim run --help\n";
 
