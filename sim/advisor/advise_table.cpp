@@ -4,9 +4,8 @@
 #include <fmt/format.h>
 
 #include <cstddef>
-#include <filesystem>
 
-#include "sim/base/error.hpp"
+#include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_util.hpp"
 
 namespace dtsim {
@@ -67,11 +66,8 @@ Handle row_type() {
   return t;
 }
 
-void write(const AdviseResult& res, const std::string& tmp, const std::string& path) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  Handle file(check(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), path,
-                    fmt::format("creating '{}'", tmp)), H5Fclose);
-  Handle root(check(H5Gopen2(file.get(), "/", H5P_DEFAULT), path, "opening '/'"), H5Gclose);
+void write(const AdviseResult& res, hid_t file, const std::string& path) {
+  Handle root(check(H5Gopen2(file, "/", H5P_DEFAULT), path, "opening '/'"), H5Gclose);
   trace_h5::write_string_attr(root.get(), "format", kFormat, path);
   trace_h5::write_attr(root.get(), "format_version", H5T_NATIVE_INT, &kFormatVersion, path);
   trace_h5::write_string_attr(root.get(), "dtsim_version", DTSIM_VERSION, path);
@@ -95,25 +91,20 @@ void write(const AdviseResult& res, const std::string& tmp, const std::string& p
                        r.gpu_hours, r.cost_usd});
   }
   Handle type = row_type();
-  trace_h5::write_table(file.get(), "advise", type.get(), rows.data(), rows.size(), path);
-  root.reset();
-  check(file.reset(), path, "closing the file");
+  trace_h5::write_table(file, "advise", type.get(), rows.data(), rows.size(), path);
 }
 
 }  // namespace
 
 void save_advise_table(const AdviseResult& res, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  try {
-    write(res, tmp, path);
-    std::error_code error;
-    std::filesystem::rename(tmp, path, error);
-    if (error) throw InputError(fmt::format("file '{}': renaming '{}' failed: {}", path, tmp, error.message()));
-  } catch (...) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp, ignored);
-    throw;
-  }
+  Handle file;
+  TempFile temp(path, fmt::format("HDF5 file '{}'", path), [&](const std::string& name) {
+    file = trace_h5::create_file(name, path);
+    return file.get() >= 0;
+  });
+  write(res, file.get(), path);
+  check(file.reset(), path, "closing the file");
+  temp.commit();
 }
 
 }  // namespace dtsim

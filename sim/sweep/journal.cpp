@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +12,7 @@
 #include <fstream>
 
 #include "sim/base/error.hpp"
+#include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_sink.hpp"
 
 namespace dtsim {
@@ -73,6 +75,17 @@ bool write_synced(int fd, const std::string& text) {
   return ::fsync(fd) == 0;
 }
 
+// True when `path` is a regular file or nothing; throws InputError when it is anything else (a
+// folder, a link, a FIFO): the journal is only ever a file dtsim wrote.
+bool regular_or_absent(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return false;
+  if (!S_ISREG(st.st_mode))
+    throw InputError(fmt::format("sweep progress file '{}': not a regular file ({}); move it away to run the sweep",
+                                 path, S_ISDIR(st.st_mode) ? "a folder" : S_ISLNK(st.st_mode) ? "a symbolic link" : "special"));
+  return true;
+}
+
 std::uint64_t fnv1a(const std::string& text) {
   std::uint64_t h = 14695981039346656037ull;
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
@@ -124,6 +137,7 @@ PointResult SweepJournal::parse_line(const std::string& line, std::size_t num_ax
 
 std::vector<PointResult> read_sweep_journal(const std::string& path, const std::string& fingerprint,
                                             std::size_t num_axes) {
+  if (!regular_or_absent(path)) return {};
   std::ifstream in(path, std::ios::binary);
   if (!in) return {};
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -145,31 +159,37 @@ std::vector<PointResult> read_sweep_journal(const std::string& path, const std::
 }
 
 SweepJournal::SweepJournal(std::string path, const std::string& fingerprint, Mode mode) : path_(std::move(path)) {
-  const bool append = mode == Mode::resume;
-  const bool had_header = append && [&] {
+  const bool had_header = mode == Mode::resume && regular_or_absent(path_) && [&] {
     std::ifstream in(path_, std::ios::binary);
     std::string first;
     return static_cast<bool>(in) && std::getline(in, first) && !in.eof();
   }();
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (had_header ? O_APPEND : O_TRUNC), 0644);
-  if (fd_ < 0)
-    throw InputError(fmt::format("sweep progress file '{}': cannot create it: {}", path_, std::strerror(errno)));
+  const std::string label = fmt::format("sweep progress file '{}'", path_);
   if (!had_header) {
-    const std::string header = fmt::format("{}\t{}\n", kMagic, fingerprint);
-    if (!write_synced(fd_, header)) {
+    // A fresh journal: its header written to a temporary that replaces whatever was there.
+    TempFile temp(path_, label, [&](const std::string& name) { return (fd_ = create_exclusive(name, label)) >= 0; });
+    if (!write_synced(fd_, fmt::format("{}\t{}\n", kMagic, fingerprint))) {
       const std::string why = std::strerror(errno);
       ::close(fd_);
-      ::unlink(path_.c_str());
-      throw InputError(fmt::format("sweep progress file '{}': writing failed: {}", path_, why));
+      fd_ = -1;
+      throw InputError(fmt::format("{}: writing failed: {}", label, why));
     }
-  } else {
-    // Drop a partial last line so that the next point starts on a line of its own.
-    std::ifstream in(path_, std::ios::binary);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (!text.empty() && text.back() != '\n' && ::ftruncate(fd_, static_cast<off_t>(text.rfind('\n') + 1)) != 0)
-      throw InputError(fmt::format("sweep progress file '{}': cannot truncate its partial last line: {}", path_,
-                                   std::strerror(errno)));
+    try {
+      temp.commit();
+    } catch (...) {
+      ::close(fd_);
+      fd_ = -1;
+      throw;
+    }
+    return;
   }
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+  if (fd_ < 0) throw InputError(fmt::format("{}: cannot open it: {}", label, std::strerror(errno)));
+  // Drop a partial last line so that the next point starts on a line of its own.
+  std::ifstream in(path_, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!text.empty() && text.back() != '\n' && ::ftruncate(fd_, static_cast<off_t>(text.rfind('\n') + 1)) != 0)
+    throw InputError(fmt::format("{}: cannot truncate its partial last line: {}", label, std::strerror(errno)));
 }
 
 SweepJournal::~SweepJournal() {

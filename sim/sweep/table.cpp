@@ -6,11 +6,11 @@
 #include <fmt/format.h>
 
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <system_error>
+#include <optional>
 
 #include "sim/base/error.hpp"
+#include "sim/base/safe_write.hpp"
+#include "sim/trace/hdf5_read.hpp"
 #include "sim/trace/hdf5_sink.hpp"
 
 namespace dtsim {
@@ -21,6 +21,8 @@ using trace_h5::Handle;
 
 constexpr const char* kFormat = "dtsim-sweep";
 constexpr int kFormatVersion = 1;
+// Points of one sweep: the point column is int32.
+constexpr std::int64_t kMaxPoints = std::int64_t{1} << 31;
 
 struct Field {
   std::string name;
@@ -95,14 +97,8 @@ std::vector<unsigned char> pack_rows(const RowLayout& layout, const SweepTable& 
   return buf;
 }
 
-void write_h5(const SweepTable& table, const std::string& path, const std::string& final_path) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), final_path, "creating the file"), H5Pclose);
-  check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), final_path, "creating the file");
-  Handle file(check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), final_path,
-                    fmt::format("creating '{}'", path)),
-              H5Fclose);
-  Handle root(check(H5Gopen2(file.get(), "/", H5P_DEFAULT), final_path, "opening '/'"), H5Gclose);
+void write_h5(const SweepTable& table, hid_t file, const std::string& final_path) {
+  Handle root(check(H5Gopen2(file, "/", H5P_DEFAULT), final_path, "opening '/'"), H5Gclose);
   trace_h5::write_string_attr(root.get(), "format", kFormat, final_path);
   trace_h5::write_attr(root.get(), "format_version", H5T_NATIVE_INT, &kFormatVersion, final_path);
   trace_h5::write_string_attr(root.get(), "dtsim_version", DTSIM_VERSION, final_path);
@@ -111,7 +107,7 @@ void write_h5(const SweepTable& table, const std::string& path, const std::strin
 
   const RowLayout layout(table.axes);
   Handle type = layout.mem_type();
-  Handle sweep = trace_h5::create_table(file.get(), "sweep", type.get(), 1024, final_path);
+  Handle sweep = trace_h5::create_table(file, "sweep", type.get(), 1024, final_path);
   const std::vector<unsigned char> rows = pack_rows(layout, table);
   trace_h5::append_rows(sweep.get(), type.get(), rows.data(), table.rows.size(), final_path);
   std::string axes;
@@ -119,9 +115,6 @@ void write_h5(const SweepTable& table, const std::string& path, const std::strin
   trace_h5::write_string_attr(sweep.get(), "axes", axes, final_path);
   trace_h5::write_string_attr(sweep.get(), "definition", table.definition, final_path);
   trace_h5::write_attr(sweep.get(), "total_points", H5T_NATIVE_INT64, &table.total_points, final_path);
-  sweep.reset();
-  root.reset();
-  check(file.reset(), final_path, "closing the file");
 }
 
 std::string csv_field(const std::string& s) {
@@ -129,14 +122,6 @@ std::string csv_field(const std::string& s) {
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
   return out + "\"";
-}
-
-void write_text(const std::string& text, const std::string& path, const std::string& final_path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw InputError(fmt::format("CSV file '{}': cannot create '{}'", final_path, path));
-  out << text;
-  out.close();
-  if (!out) throw InputError(fmt::format("CSV file '{}': writing '{}' failed", final_path, path));
 }
 
 }  // namespace
@@ -172,54 +157,51 @@ std::string sweep_csv(const SweepTable& table) {
 }
 
 void save_sweep_table(const SweepTable& table, const std::string& h5_path, const std::string& csv_path) {
-  const std::string h5_tmp = h5_path + ".tmp", csv_tmp = csv_path + ".tmp";
-  std::error_code ignored;
-  try {
-    if (!h5_path.empty()) write_h5(table, h5_tmp, h5_path);
-    if (!csv_path.empty()) write_text(sweep_csv(table), csv_tmp, csv_path);
-    for (const auto& [tmp, path] : {std::pair{h5_tmp, h5_path}, std::pair{csv_tmp, csv_path}}) {
-      if (path.empty()) continue;
-      std::error_code error;
-      std::filesystem::rename(tmp, path, error);
-      if (error) throw InputError(fmt::format("file '{}': renaming '{}' failed: {}", path, tmp, error.message()));
-    }
-  } catch (...) {
-    if (!h5_path.empty()) std::filesystem::remove(h5_tmp, ignored);
-    if (!csv_path.empty()) std::filesystem::remove(csv_tmp, ignored);
-    throw;
+  // Both temporaries are complete before either is renamed.
+  std::optional<TempFile> h5;
+  std::optional<TempTextFile> csv;
+  if (!h5_path.empty()) {
+    Handle file;
+    h5.emplace(h5_path, fmt::format("HDF5 file '{}'", h5_path), [&](const std::string& name) {
+      file = trace_h5::create_file(name, h5_path);
+      return file.get() >= 0;
+    });
+    write_h5(table, file.get(), h5_path);
+    check(file.reset(), h5_path, "closing the file");
   }
+  if (!csv_path.empty()) {
+    csv.emplace(csv_path, fmt::format("CSV file '{}'", csv_path));
+    csv->stream() << sweep_csv(table);
+    csv->close();
+  }
+  if (h5) h5->commit();
+  if (csv) csv->commit();
 }
 
 SweepTable read_sweep_table(const std::string& path) {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-  Handle file(check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), path, "opening the file"), H5Fclose);
+  Handle file = trace_h5::open_file(path);
   Handle root(check(H5Gopen2(file.get(), "/", H5P_DEFAULT), path, "opening '/'"), H5Gclose);
-  if (H5Aexists(root.get(), "format") <= 0 || trace_h5::read_string_attr(root.get(), "format", path) != kFormat)
+  if (!trace_h5::has_attr(root.get(), "format", path) || trace_h5::read_string(root.get(), "format", path, "/") != kFormat)
     throw InputError(fmt::format("'{}': not a dtsim sweep file (no format = \"{}\" attribute)", path, kFormat));
-  int version = 0;
-  {
-    Handle attr(check(H5Aopen(root.get(), "format_version", H5P_DEFAULT), path, "reading 'format_version'"),
-                H5Aclose);
-    check(H5Aread(attr.get(), H5T_NATIVE_INT, &version), path, "reading 'format_version'");
-  }
+  const int version = trace_h5::read_number<std::int32_t>(root.get(), "format_version", path, "/");
   if (version != kFormatVersion)
     throw InputError(fmt::format("'{}': sweep format_version {} is not supported (this dtsim reads {})", path,
                                  version, kFormatVersion));
   SweepTable t;
-  t.scenario = trace_h5::read_string_attr(root.get(), "scenario", path);
-  t.shard = trace_h5::read_string_attr(root.get(), "shard", path);
+  t.scenario = trace_h5::read_string(root.get(), "scenario", path, "/");
+  t.shard = trace_h5::read_string(root.get(), "shard", path, "/");
   Handle sweep(check(H5Dopen2(file.get(), "sweep", H5P_DEFAULT), path, "opening dataset 'sweep'"), H5Dclose);
-  const std::string axes = trace_h5::read_string_attr(sweep.get(), "axes", path);
+  const std::string axes = trace_h5::read_string(sweep.get(), "axes", path, "/sweep");
   for (std::size_t start = 0; start < axes.size();) {
     const std::size_t end = std::min(axes.find(',', start), axes.size());
     t.axes.push_back(axes.substr(start, end - start));
     start = end + 1;
   }
-  t.definition = trace_h5::read_string_attr(sweep.get(), "definition", path);
-  {
-    Handle attr(check(H5Aopen(sweep.get(), "total_points", H5P_DEFAULT), path, "reading 'total_points'"), H5Aclose);
-    check(H5Aread(attr.get(), H5T_NATIVE_INT64, &t.total_points), path, "reading 'total_points'");
-  }
+  t.definition = trace_h5::read_string(sweep.get(), "definition", path, "/sweep");
+  t.total_points = trace_h5::read_number<std::int64_t>(sweep.get(), "total_points", path, "/sweep");
+  if (t.total_points < 0 || t.total_points > kMaxPoints)
+    throw InputError(fmt::format("HDF5 file '{}': attribute 'total_points' of '/sweep' = {}: must be from 0 to {}", path,
+                                 t.total_points, kMaxPoints));
 
   const RowLayout layout(t.axes);
   Handle file_type(check(H5Dget_type(sweep.get()), path, "reading dataset 'sweep'"), H5Tclose);
@@ -230,10 +212,9 @@ SweepTable read_sweep_table(const std::string& path) {
     throw InputError(fmt::format("'{}': the /sweep columns are not point, the axes ({}), status, message and the "
                                  "summary metrics", path, axes));
   Handle type = layout.mem_type();
-  Handle space(check(H5Dget_space(sweep.get()), path, "reading dataset 'sweep'"), H5Sclose);
-  const auto n = static_cast<std::size_t>(check(H5Sget_simple_extent_npoints(space.get()), path, "reading dataset 'sweep'"));
-  std::vector<unsigned char> buf(n * layout.size());
-  if (n > 0) check(H5Dread(sweep.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()), path, "reading dataset 'sweep'");
+  const std::size_t n = trace_h5::table_rows(sweep.get(), type.get(), path, "dataset '/sweep'");
+  std::vector<unsigned char> buf = trace_h5::allocate_rows<unsigned char>(n * layout.size(), path, "dataset '/sweep'");
+  trace_h5::read_rows(sweep.get(), type.get(), buf.data(), n, path, "dataset '/sweep'");
   const auto get_string = [](const unsigned char* at) {
     const char* p = nullptr;
     std::memcpy(&p, at, sizeof p);
@@ -257,7 +238,7 @@ SweepTable read_sweep_table(const std::string& path) {
     });
     t.rows.push_back(std::move(p));
   }
-  if (n > 0) H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, buf.data());
+  trace_h5::reclaim(type.get(), buf.data(), n);
   return t;
 }
 

@@ -1,6 +1,8 @@
 // The sweep table: one row per point (README "Sweep format"), written as the /sweep dataset of
 // an HDF5 file (format "dtsim-sweep") and as CSV with the same columns, and read back for
-// `dtsim merge`. Both files are written to <path>.tmp and renamed when complete.
+// `dtsim merge`. Both files are written to temporaries created exclusively next to them
+// (sim/base/safe_write.hpp) and renamed when both are complete; reading checks every attribute and
+// the table's shape and columns first (sim/trace/hdf5_read.hpp).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,18 +1,20 @@
 // write_chrome_trace / export_chrome_trace (see chrome_export.hpp): the JSON is produced with fmt
-// into a buffer flushed to the stream every few MiB, so a large trace is never held as one string.
+// into a buffer flushed to the stream every few MiB, so a large trace is never held as one string;
+// strings and numbers go through sim/base/json.hpp (escaped, non-finite as null).
 #include "sim/trace/chrome_export.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
-#include <cstdio>
-#include <fstream>
+#include <cstdint>
 #include <iterator>
 #include <map>
 #include <set>
 #include <utility>
 
 #include "sim/base/error.hpp"
+#include "sim/base/json.hpp"
+#include "sim/base/safe_write.hpp"
 #include "sim/base/units.hpp"
 #include "workloads/program.hpp"
 
@@ -28,21 +30,8 @@ constexpr std::array<const char*, 3> kColours = {"thread_state_running", "thread
 constexpr int kNumPhases = static_cast<int>(Phase::optimizer) + 1;
 constexpr std::size_t kFlushBytes = 4 << 20;
 
-// A JSON string literal of `text`.
-std::string json_string(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<int>(c));
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+// The Chrome process id of a rank (rank + 1, in 64 bits: a rank may be INT_MAX).
+std::int64_t pid(int rank) { return std::int64_t{rank} + 1; }
 
 // Nanoseconds as microseconds with three exact decimals (trace times are never negative).
 struct Micros {
@@ -117,34 +106,34 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
                     "\"step_time_s\": {}, \"source\": {}}},\n\"traceEvents\": [",
                     trace.format_version,
                     json_string(version != trace.string_attrs.end() ? version->second : std::string()),
-                    trace.summary.step_time_s, json_string(source)));
+                    JsonNumber{trace.summary.step_time_s}, json_string(source)));
   for (const int rank : traced) {
     const RankRecord& r = *ranks.at(rank);
     w.item(R"j({{"ph": "M", "name": "process_name", "pid": {}, "args": {{"name": "rank {} (stage {}, node {})"}}}})j",
-           rank + 1, rank, r.pp, r.node);
-    w.item(R"j({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})j", rank + 1, rank);
+           pid(rank), rank, r.pp, r.node);
+    w.item(R"j({{"ph": "M", "name": "process_sort_index", "pid": {}, "args": {{"sort_index": {}}}}})j", pid(rank), rank);
     counts.metadata_events += 2;
   }
   for (const auto& [rank, stream] : threads) {
-    w.item(R"j({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})j", rank + 1,
+    w.item(R"j({{"ph": "M", "name": "thread_name", "pid": {}, "tid": {}, "args": {{"name": "{}"}}}})j", pid(rank),
            stream + 1, stream_name(static_cast<Stream>(stream)));
     w.item(R"j({{"ph": "M", "name": "thread_sort_index", "pid": {}, "tid": {}, "args": {{"sort_index": {}}}}})j",
-           rank + 1, stream + 1, stream);
+           pid(rank), stream + 1, stream);
     counts.metadata_events += 2;
   }
   for (const EventRecord& e : trace.events) {
     w.item(R"j({{"ph": "X", "name": "{}", "cat": "{}", "cname": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )j"
            R"j("args": {{"phase": "{}", "layer": {}, "micro_batch": {}, "flops": {}, "bytes": {}}}}})j",
-           op_kind_name(static_cast<OpKind>(e.op)), kCategories[e.category], kColours[e.category], e.rank + 1,
+           op_kind_name(static_cast<OpKind>(e.op)), kCategories[e.category], kColours[e.category], pid(e.rank),
            e.stream + 1, Micros{e.start_ns}, Micros{e.end_ns - e.start_ns}, phase_name(static_cast<Phase>(e.phase)),
-           e.layer, e.micro_batch, e.flops, e.bytes);
+           e.layer, e.micro_batch, JsonNumber{e.flops}, JsonNumber{e.bytes});
     ++counts.op_events;
   }
   for (const MemoryRecord& m : trace.memory) {
     w.item(R"j({{"ph": "C", "name": "memory GiB", "pid": {}, "ts": {}, "args": {{"weights": {:.6f}, )j"
            R"j("gradients": {:.6f}, "optimizer": {:.6f}, "activations": {:.6f}, "buffers": {:.6f}}}}})j",
-           m.rank + 1, Micros{m.time_ns}, m.weights / kGiB, m.gradients / kGiB, m.optimizer / kGiB,
-           m.activations / kGiB, m.buffers / kGiB);
+           pid(m.rank), Micros{m.time_ns}, JsonNumber{m.weights / kGiB}, JsonNumber{m.gradients / kGiB},
+           JsonNumber{m.optimizer / kGiB}, JsonNumber{m.activations / kGiB}, JsonNumber{m.buffers / kGiB});
     ++counts.counter_events;
   }
   w.raw("\n]}\n");
@@ -154,29 +143,9 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
 
 ChromeExportCounts export_chrome_trace(const std::string& trace_path, const std::string& json_path) {
   const TraceContents trace = read_trace(trace_path);
-  const std::string tmp = json_path + ".tmp";
-  ChromeExportCounts counts;
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out) throw InputError(fmt::format("--chrome {}: cannot write the file", json_path));
-    try {
-      counts = write_chrome_trace(trace, trace_path, out);
-    } catch (...) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw;
-    }
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(tmp.c_str());
-      throw InputError(fmt::format("--chrome {}: write failed (disk full?)", json_path));
-    }
-  }
-  if (std::rename(tmp.c_str(), json_path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(fmt::format("--chrome {}: cannot rename {} to it", json_path, tmp));
-  }
+  TempTextFile out(json_path, "--chrome " + json_path);
+  const ChromeExportCounts counts = write_chrome_trace(trace, trace_path, out.stream());
+  out.commit();
   return counts;
 }
 

@@ -1,6 +1,6 @@
 // Chrome trace-event JSON export of a dtsim trace (`dtsim export TRACE.h5 --chrome OUT.json`), for
 // Perfetto (ui.perfetto.dev) and chrome://tracing. Layout of the JSON object:
-//   - one process per traced rank (pid = rank + 1, named "rank R (stage P, node N)", sorted by
+//   - one process per traced rank (pid = rank + 1 in 64 bits, named "rank R (stage P, node N)", sorted by
 //     rank), one thread per stream it used (tid = stream index + 1, named by the stream);
 //   - one complete event ("ph":"X") per /events row: name = op, cat = category (compute, memory,
 //     communication), cname = the category's colour, ts/dur in microseconds (exact to the ns),
@@ -28,7 +28,8 @@ struct ChromeExportCounts {
 // trace in otherData and in errors (an event whose codes are out of range throws InputError).
 ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::string& source, std::ostream& out);
 
-// Reads `trace_path` and writes `json_path` (through `json_path`.tmp, renamed when complete).
+// Reads `trace_path` and writes `json_path` (through a temporary created exclusively next to it,
+// renamed when complete: sim/base/safe_write.hpp).
 // Throws InputError naming the file when the trace cannot be read or the output cannot be written.
 ChromeExportCounts export_chrome_trace(const std::string& trace_path, const std::string& json_path);
 

@@ -5,10 +5,7 @@
 
 #include <cassert>
 #include <cstddef>
-#include <filesystem>
-#include <system_error>
 
-#include "sim/base/error.hpp"
 #include "workloads/program.hpp"
 
 namespace dtsim {
@@ -109,22 +106,18 @@ using trace_h5::write_table;
 
 }  // namespace
 
-Hdf5TraceSink::Hdf5TraceSink(std::string path) : path_(std::move(path)), tmp_path_(path_ + ".tmp") {
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
-}
+Hdf5TraceSink::Hdf5TraceSink(std::string path) : path_(std::move(path)) {}
 
 Hdf5TraceSink::~Hdf5TraceSink() {
   if (!finished_) abort();
 }
 
 void Hdf5TraceSink::begin(const RunInfo& info) {
-  assert(!created_ && !finished_);
-  Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), path_, "creating the file"), H5Pclose);
-  check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path_, "creating the file");
-  file_ = Handle(check(H5Fcreate(tmp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.get()), path_,
-                       fmt::format("creating '{}'", tmp_path_)),
-                 H5Fclose);
-  created_ = true;
+  assert(!temp_ && !finished_);
+  temp_.emplace(path_, fmt::format("HDF5 file '{}'", path_), [&](const std::string& name) {
+    file_ = trace_h5::create_file(name, path_);
+    return file_.get() >= 0;
+  });
 
   Handle root(check(H5Gopen2(file_.get(), "/", H5P_DEFAULT), path_, "opening '/'"), H5Gclose);
   write_string_attr(root.get(), "format", trace_h5::kFormat, path_);
@@ -166,19 +159,19 @@ void Hdf5TraceSink::topology(const std::vector<DeviceRecord>& devices, const std
 void Hdf5TraceSink::summary(const Summary& summary) { summary_ = summary; }
 
 void Hdf5TraceSink::flush_events() {
-  assert(created_);
+  assert(temp_);
   append_rows(events_.get(), event_type_.get(), event_rows_.data(), event_rows_.size(), path_);
   event_rows_.clear();
 }
 
 void Hdf5TraceSink::flush_memory() {
-  assert(created_);
+  assert(temp_);
   append_rows(memory_.get(), memory_type_.get(), memory_rows_.data(), memory_rows_.size(), path_);
   memory_rows_.clear();
 }
 
 void Hdf5TraceSink::finish() {
-  assert(created_ && !finished_);
+  assert(temp_ && !finished_);
   flush_events();
   flush_memory();
   const hid_t file = file_.get();
@@ -219,11 +212,8 @@ void Hdf5TraceSink::finish() {
   events_.reset();
   memory_.reset();
   check(file_.reset(), path_, "closing the file");
-  std::error_code error;
-  std::filesystem::rename(tmp_path_, path_, error);
-  if (error) {
-    throw InputError(fmt::format("trace file '{}': renaming '{}' failed: {}", path_, tmp_path_, error.message()));
-  }
+  temp_->commit();
+  temp_.reset();
   finished_ = true;
 }
 
@@ -232,11 +222,7 @@ void Hdf5TraceSink::abort() {
   events_.reset();
   memory_.reset();
   file_.reset();
-  if (created_) {
-    std::error_code ignored;
-    std::filesystem::remove(tmp_path_, ignored);
-    created_ = false;
-  }
+  temp_.reset();  // removes the temporary file
   event_rows_.clear();
   memory_rows_.clear();
 }

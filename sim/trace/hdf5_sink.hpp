@@ -1,13 +1,15 @@
 // Hdf5TraceSink: writes a run's trace as one HDF5 file (layout: README "Trace format"). Event and
 // memory rows are buffered and appended in blocks to chunked, compressed, extensible datasets;
-// the file is built as <path>.tmp and renamed to <path> by finish(), so a visible trace is
-// always complete. Also holds the layout pieces shared with the reader (hdf5_reader.hpp):
+// the file is built as a temporary created exclusively next to <path> (TempFile: <path>.tmp
+// when that name fits) and renamed to <path> by finish(), so a visible trace is always complete. Also holds the layout pieces shared with the reader (hdf5_reader.hpp):
 // the in-memory row types and the Summary attribute list (generic helpers: hdf5_util.hpp).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_util.hpp"
 #include "sim/trace/sink.hpp"
 
@@ -90,8 +92,9 @@ class Hdf5TraceSink final : public TraceSink {
   void flush_events();
   void flush_memory();
 
-  std::string path_, tmp_path_;
-  bool created_ = false, finished_ = false;
+  std::string path_;
+  bool finished_ = false;
+  std::optional<TempFile> temp_;  // from begin() until finish() or abort()
   // Declared before the datasets so that they are closed first.
   trace_h5::Handle file_;
   trace_h5::Handle event_type_, memory_type_, events_, memory_;

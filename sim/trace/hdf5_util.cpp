@@ -2,8 +2,7 @@
 #include "sim/trace/hdf5_util.hpp"
 
 #include <fmt/format.h>
-
-#include <cstring>
+#include <sys/stat.h>
 
 #include "sim/base/error.hpp"
 
@@ -39,6 +38,18 @@ Handle string_type() {
   return type;
 }
 
+Handle create_file(const std::string& name, const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors become InputErrors, not printed stacks
+  const std::string what = fmt::format("creating '{}'", name);
+  Handle fapl(check(H5Pcreate(H5P_FILE_ACCESS), path, what), H5Pclose);
+  check(H5Pset_fclose_degree(fapl.get(), H5F_CLOSE_STRONG), path, what);
+  check(H5Pset_libver_bounds(fapl.get(), H5F_LIBVER_LATEST, H5F_LIBVER_LATEST), path, what);
+  const hid_t file = H5Fcreate(name.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, fapl.get());
+  struct stat st {};
+  if (file < 0 && ::lstat(name.c_str(), &st) == 0) return Handle();
+  return Handle(check(file, path, what), H5Fclose);
+}
+
 Handle create_table(hid_t loc, const char* name, hid_t mem_type, hsize_t chunk_rows, const std::string& path) {
   const std::string what = fmt::format("creating dataset '{}'", name);
   hsize_t dims = 0, max_dims = H5S_UNLIMITED;
@@ -47,6 +58,7 @@ Handle create_table(hid_t loc, const char* name, hid_t mem_type, hsize_t chunk_r
   check(H5Pset_chunk(dcpl.get(), 1, &chunk_rows), path, what);
   check(H5Pset_shuffle(dcpl.get()), path, what);
   check(H5Pset_deflate(dcpl.get(), 1), path, what);
+  check(H5Pset_fletcher32(dcpl.get()), path, what);
   Handle file_type(check(H5Tcopy(mem_type), path, what), H5Tclose);
   check(H5Tpack(file_type.get()), path, what);
   return Handle(check(H5Dcreate2(loc, name, file_type.get(), space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
@@ -85,29 +97,6 @@ void write_string_attr(hid_t loc, const char* name, const std::string& value, co
   Handle type = string_type();
   const char* text = value.c_str();
   write_attr(loc, name, type.get(), &text, path);
-}
-
-std::string read_string_attr(hid_t loc, const char* name, const std::string& path) {
-  const std::string what = fmt::format("reading attribute '{}'", name);
-  Handle attr(check(H5Aopen(loc, name, H5P_DEFAULT), path, what), H5Aclose);
-  Handle file_type(check(H5Aget_type(attr.get()), path, what), H5Tclose);
-  if (H5Tget_class(file_type.get()) != H5T_STRING) fail(path, what + " (not a string)");
-  if (check(H5Tis_variable_str(file_type.get()), path, what) > 0) {
-    Handle type = string_type();
-    char* text = nullptr;
-    check(H5Aread(attr.get(), type.get(), &text), path, what);
-    std::string value = text != nullptr ? text : "";
-    Handle space(check(H5Aget_space(attr.get()), path, what), H5Sclose);
-    H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &text);
-    return value;
-  }
-  const std::size_t size = H5Tget_size(file_type.get());
-  Handle type(check(H5Tcopy(H5T_C_S1), path, what), H5Tclose);
-  check(H5Tset_size(type.get(), size), path, what);
-  std::string value(size, '\0');
-  check(H5Aread(attr.get(), type.get(), value.data()), path, what);
-  value.resize(strnlen(value.c_str(), size));
-  return value;
 }
 
 }  // namespace dtsim::trace_h5

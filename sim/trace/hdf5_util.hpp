@@ -1,6 +1,8 @@
 // Small HDF5 C API helpers shared by every dtsim file writer and reader (traces, sweep tables):
 // identifier ownership, error checking with the file's path, variable-length strings, native
-// types, extensible compressed tables and scalar attributes.
+// types, exclusive file creation, extensible compressed tables and scalar attributes. Files are
+// written in the HDF5 1.10 format, whose metadata carry checksums, and table chunks carry a
+// Fletcher-32 checksum, so a damaged file is refused on reading (checked reads: hdf5_read.hpp).
 #pragma once
 #include <hdf5.h>
 
@@ -61,6 +63,11 @@ void no_cleanup_at_exit();
 
 Handle string_type();  // variable-length UTF-8
 
+// Creates HDF5 file `name` with H5F_ACC_EXCL (never through an existing file or link) for
+// output `path` (named in messages); an empty Handle when something exists at `name`. Meant as
+// the create function of a TempFile (sim/base/safe_write.hpp).
+Handle create_file(const std::string& name, const std::string& path);
+
 // The HDF5 native type of a Summary field (bool is stored as uint8).
 template <class T>
 hid_t native_type() {
@@ -73,7 +80,7 @@ hid_t native_type() {
   }
 }
 
-// An empty, extensible, chunked, shuffled and deflated 1-D table of `mem_type` rows, stored
+// An empty, extensible, chunked, shuffled, deflated and checksummed 1-D table of `mem_type` rows, stored
 // with the packed copy of the type.
 Handle create_table(hid_t loc, const char* name, hid_t mem_type, hsize_t chunk_rows, const std::string& path);
 // Appends `count` rows at the end of table `dataset`.
@@ -85,7 +92,5 @@ void write_table(hid_t loc, const char* name, hid_t mem_type, const void* rows, 
 // Scalar attributes.
 void write_attr(hid_t loc, const char* name, hid_t type, const void* value, const std::string& path);
 void write_string_attr(hid_t loc, const char* name, const std::string& value, const std::string& path);
-// A scalar string attribute (variable or fixed length) of object `loc`.
-std::string read_string_attr(hid_t loc, const char* name, const std::string& path);
 
 }  // namespace dtsim::trace_h5
