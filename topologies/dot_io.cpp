@@ -2,9 +2,12 @@
 // boost::read_graphviz into a graph of string attributes, validates them, and rebuilds a
 // ClusterGraph. Boost's parser keeps vertices sorted by name, so the file order that numbers the
 // GPUs is recovered by a small scan for each vertex id's first appearance in the file.
-// Vertex attribute `node` is optional (default -1; a DOT keyword, so files quote it: "node"=3);
-// edge `latency_ns` is optional (default 0); `kind` and `bandwidth_GBps` are required.
-// Other attributes (label, color...) are ignored.
+// Vertex attribute `node` is optional (default -1; a DOT keyword, so files quote it: "node"=3), but
+// a GPU's is 0 or more and, once one GPU has a node, every GPU needs one; edge `latency_ns` is optional (default 0); `kind` and
+// `bandwidth_GBps` are required. Other attributes (label, color...) are ignored. Before Boost
+// parses the text, braces nested deeper than kMaxDotNesting are refused (Boost's parser recurses
+// per level) and an unquoted attribute value such as 1e30, which Boost's lexer would read as the
+// number 1 followed by the name e30, is quoted so that it is read whole.
 #include "topologies/dot_io.hpp"
 
 #include <fmt/format.h>
@@ -90,6 +93,64 @@ double parse_number(const std::string& text, const std::string& what) {
   return value;
 }
 
+// Braces nested deeper than this (subgraphs in subgraphs) are refused before parsing.
+constexpr int kMaxDotNesting = 64;
+
+bool plain_numeral(const std::string& s) {  // DOT's numeral: [-]?(.[0-9]+|[0-9]+(.[0-9]*)?)
+  std::size_t i = s.size() > 0 && s[0] == '-' ? 1 : 0;
+  const std::size_t start = i;
+  bool digits = false, dot = false;
+  for (; i < s.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) digits = true;
+    else if (s[i] == '.' && !dot) dot = true;
+    else return false;
+  }
+  return digits && i > start;
+}
+
+// `text` with every unquoted attribute value that is neither a DOT name nor a DOT numeral (1e30,
+// 1e-3, 2.5e+2) quoted; throws InputError when braces nest deeper than kMaxDotNesting.
+std::string prepare(const std::string& text, const std::string& path) {
+  std::string out;
+  out.reserve(text.size());
+  int depth = 0;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    if (c == '"') {
+      const std::size_t start = i;
+      for (++i; i < text.size() && text[i] != '"'; ++i)
+        if (text[i] == '\\') ++i;
+      i = std::min(i + 1, text.size());
+      out.append(text, start, i - start);
+    } else if (text.compare(i, 2, "//") == 0 || (c == '#' && (i == 0 || text[i - 1] == '\n'))) {
+      const std::size_t end = std::min(text.find('\n', i), text.size());
+      out.append(text, i, end - i);
+      i = end;
+    } else if (text.compare(i, 2, "/*") == 0) {
+      const std::size_t end = std::min(text.find("*/", i + 2), text.size() - 2) + 2;
+      out.append(text, i, end - i);
+      i = end;
+    } else if (c == '=') {
+      out += c;
+      for (++i; i < text.size() && std::isspace(static_cast<unsigned char>(text[i])); ++i) out += text[i];
+      std::size_t end = i;
+      while (end < text.size() && (is_id_char(text[end]) || text[end] == '-' || text[end] == '+')) ++end;
+      const std::string value = text.substr(i, end - i);
+      const bool name = !value.empty() && !std::isdigit(static_cast<unsigned char>(value[0])) && value[0] != '-' &&
+                        value[0] != '.' && value[0] != '+' && value.find_first_of("+-.") == std::string::npos;
+      out += value.empty() || name || plain_numeral(value) ? value : "\"" + value + "\"";
+      i = end;
+    } else {
+      if (c == '{' && ++depth > kMaxDotNesting)
+        throw InputError(fmt::format("{}: braces (subgraphs) nested more than {} deep", path, kMaxDotNesting));
+      if (c == '}') --depth;
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw InputError(fmt::format("cannot open topology file '{}'", path));
@@ -118,6 +179,14 @@ void write_dot(const ClusterGraph& graph, std::ostream& out) {
   boost::write_graphviz_dp(out, g, dp, "node_id");
 }
 
+void require_gpu_nodes(const ClusterGraph& graph, const std::string& path) {
+  for (int i = 0; i < graph.num_gpus(); ++i)
+    if (graph.node_of_gpu(i) < 0)
+      throw InputError(fmt::format("{}: vertex '{}': missing attribute \"node\" (a GPU's node index, 0 to {}): "
+                                   "every GPU of a simulated machine needs one",
+                                   path, graph.device(graph.gpu(i)).name, limits::kMaxGpus));
+}
+
 ClusterGraph read_dot(const std::string& path) { return read_dot_text(read_file(path), path); }
 
 ClusterGraph read_dot_text(const std::string& text, const std::string& path) {
@@ -129,8 +198,9 @@ ClusterGraph read_dot_text(const std::string& text, const std::string& path) {
   dp.property("kind", boost::get(&DotEdge::kind, dot));
   dp.property("bandwidth_GBps", boost::get(&DotEdge::bandwidth, dot));
   dp.property("latency_ns", boost::get(&DotEdge::latency, dot));
+  const std::string prepared = prepare(text, path);
   try {
-    boost::read_graphviz(text, dot, dp, "node_id");
+    boost::read_graphviz(prepared, dot, dp, "node_id");
   } catch (const std::exception& e) {
     throw InputError(fmt::format("{}: cannot parse the DOT graph: {}", path, e.what()));
   }
@@ -148,6 +218,9 @@ ClusterGraph read_dot_text(const std::string& text, const std::string& path) {
   };
   std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return position(a) < position(b); });
 
+  const bool any_gpu_node = std::any_of(order.begin(), order.end(), [&](auto v) {
+    return dot[v].kind == "gpu" && !dot[v].node.empty();
+  });
   ClusterGraph graph;
   std::vector<VertexId> id(boost::num_vertices(dot));
   for (auto v : order) {
@@ -157,11 +230,16 @@ ClusterGraph read_dot_text(const std::string& text, const std::string& path) {
     Device device;
     device.name = dv.name;
     device.kind = parse_device_kind(dv.kind, what + " kind");
+    const bool gpu = device.kind == DeviceKind::gpu;
+    if (gpu && dv.node.empty() && any_gpu_node)
+      throw InputError(fmt::format("{}: missing attribute \"node\" (other GPUs have one; a GPU's node index, 0 to {})",
+                                   what, limits::kMaxGpus));
     if (!dv.node.empty()) {
       const double node = parse_number(dv.node, what + " node");
-      if (!(node >= -1 && node <= limits::kMaxGpus) || node != std::floor(node)) {
-        throw InputError(fmt::format("{} node = '{}': must be an integer from -1 to {}", what, dv.node,
-                                     limits::kMaxGpus));
+      const int lowest = gpu ? 0 : -1;
+      if (!(node >= lowest && node <= limits::kMaxGpus) || node != std::floor(node)) {
+        throw InputError(fmt::format("{} node = '{}': must be an integer from {} to {}{}", what, dv.node, lowest,
+                                     limits::kMaxGpus, gpu ? " for a GPU" : ""));
       }
       device.node = static_cast<int>(node);
     }

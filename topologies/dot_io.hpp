@@ -15,5 +15,8 @@ void write_dot(const ClusterGraph& graph, std::ostream& out);
 ClusterGraph read_dot(const std::string& path);
 // The same from the file's text; `name` stands for the file in messages.
 ClusterGraph read_dot_text(const std::string& text, const std::string& name);
+// Throws InputError naming file `path` and the first GPU without a node (a file where no GPU has
+// "node" reads, for drawing, but cannot be simulated).
+void require_gpu_nodes(const ClusterGraph& graph, const std::string& path);
 
 }  // namespace dtsim

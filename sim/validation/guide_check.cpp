@@ -3,13 +3,15 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cmath>
 #include <fstream>
 #include <map>
 
-#include "sim/base/error.hpp"
-#include "sim/base/units.hpp"
 #include "sim/base/csv.hpp"
+#include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
+#include "sim/base/units.hpp"
 #include "workloads/memory_fit.hpp"
 
 namespace dtsim {
@@ -17,11 +19,22 @@ namespace {
 
 constexpr double kMatchTolerance = 0.10;    // a claim within 10 % of dtsim's figure matches
 constexpr double kFormulaTolerance = 0.03;  // a claim within 3 % of a simple formula "equals" it
+// The range of a claim's GB, a model's billions of parameters and a card's GiB in the claims CSV.
+constexpr double kMinGb = 1e-3, kMaxGb = 1e9, kMaxGpuGib = 1e6;
 
-double first_number(const std::string& text, const std::string& where) {
+// The first number in `text` ("~1342 GB", "at least 12 GB"), which must lie from `low` to `high`
+// (a minus sign before it makes it negative, hence refused).
+double first_number(const std::string& text, const std::string& where, double low, double high) {
   const std::size_t at = text.find_first_of("0123456789");
   if (at == std::string::npos) throw InputError(fmt::format("{}: no number in '{}'", where, text));
-  return std::stod(text.substr(at));
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data() + at, text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) value = HUGE_VAL;
+  else if (ec != std::errc()) throw InputError(fmt::format("{}: no number in '{}'", where, text));
+  if (at > 0 && text[at - 1] == '-') value = -value;
+  if (!(value >= low && value <= high))
+    throw InputError(fmt::format("{} = '{}': must be a number from {} to {}", where, text, low, high));
+  return value;
 }
 
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
@@ -89,7 +102,7 @@ std::vector<GuideRow> check_guide(const std::string& path) {
     const auto get = [&](const char* c) { return col[c] < rec.size() ? rec[col[c]] : std::string(); };
     const std::string where = fmt::format("{} row {}", path, r + 1);
     GuideRow g{get("model"), get("claimed_vram"), get("claimed_gpu"), get("dtsim_model"), get("mode"), get("dtsim_note")};
-    g.claimed_gb = first_number(g.claimed_vram, where + " claimed_vram");
+    g.claimed_gb = first_number(g.claimed_vram, where + " claimed_vram", kMinGb, kMaxGb);
     const ModelShape& m = [&]() -> const ModelShape& {
       try {
         return find_model(g.dtsim_model);
@@ -99,9 +112,13 @@ std::vector<GuideRow> check_guide(const std::string& path) {
     }();
     if (g.mode != "inference" && g.mode != "training")
       throw InputError(fmt::format("{} mode = '{}': valid values are inference, training", where, g.mode));
-    const double params_b = get("params_B").empty() ? 0 : first_number(get("params_B"), where + " params_B");
-    const double gpu_gib = first_number(get("claimed_gpu_gib"), where + " claimed_gpu_gib");
-    const int count = get("claimed_gpu_count").empty() ? 0 : static_cast<int>(first_number(get("claimed_gpu_count"), where));
+    const double params_b =
+        get("params_B").empty() ? 0 : first_number(get("params_B"), where + " params_B", kMinGb, limits::kMaxParams / 1e9);
+    const double gpu_gib = first_number(get("claimed_gpu_gib"), where + " claimed_gpu_gib", kMinGb, kMaxGpuGib);
+    const int count = get("claimed_gpu_count").empty()
+                          ? 0
+                          : static_cast<int>(first_number(get("claimed_gpu_count"), where + " claimed_gpu_count", 1,
+                                                          static_cast<double>(limits::kMaxGpus)));
     const double claim = g.claimed_gb * 1e9, capacity = gpu_gib * kGiB;
     std::string gpus;
     if (g.mode == "training") {
