@@ -154,7 +154,11 @@ std::size_t table_rows(hid_t dataset, hid_t mem_type, const std::string& path, c
 
 void read_rows(hid_t dataset, hid_t mem_type, void* rows, std::size_t count, const std::string& path,
                const std::string& object) {
-  if (count > 0) check(H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows), path, "reading " + object);
+  if (count == 0) return;
+  if (H5Dread(dataset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, rows) < 0) {
+    reclaim(mem_type, rows, count);  // the strings of the rows converted before the failure
+    fail(path, "reading " + object);
+  }
 }
 
 void reclaim(hid_t mem_type, void* rows, std::size_t count) {

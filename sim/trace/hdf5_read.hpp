@@ -46,7 +46,8 @@ T read_number(hid_t loc, const char* name, const std::string& path, const std::s
 // every member of `mem_type` is in the file's type with the same class (and string kind), and
 // that the count is within kMaxTableRows and kMaxExpansion.
 std::size_t table_rows(hid_t dataset, hid_t mem_type, const std::string& path, const std::string& object);
-// Reads all `count` rows (from table_rows) into `rows`, H5Tget_size(mem_type) bytes each.
+// Reads all `count` rows (from table_rows) into `rows`, value-initialised, H5Tget_size(mem_type)
+// bytes each; on failure the strings already read are freed.
 void read_rows(hid_t dataset, hid_t mem_type, void* rows, std::size_t count, const std::string& path,
                const std::string& object);
 // Frees the variable-length strings of `count` rows of `mem_type` in `rows`.
