@@ -91,10 +91,22 @@ TEST_CASE("a profile fills the keys the scenario leaves out; given keys win", "[
 }
 
 TEST_CASE("the built-in default is BLOOM as BigScience ran it", "[frameworks]") {
-  const Scenario builtin = load_scenario("", cli({}));
-  const Scenario file = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/bloom-176b.ini", cli({}));
+  Scenario builtin = load_scenario("", cli({}));
+  Scenario file = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/bloom-176b.ini", cli({}));
+  validate_scenario(builtin, 384);
+  validate_scenario(file, 384);
   CHECK(builtin.framework == "megatron-deepspeed");
   CHECK(file.framework == "megatron-deepspeed");
+  // One BLOOM: the file says no more than the built-in default (its stage_layers spells out the
+  // split that auto makes), and dropout is the profile's (the run's script set none, so
+  // Megatron's 0.1 held).
+  CHECK(builtin.plan.stage_layers == file.plan.stage_layers);
+  const auto without_split = [](std::string text) {
+    const std::size_t at = text.find("stage_layers = ");
+    return at == std::string::npos ? text : text.erase(at, text.find('\n', at) - at);
+  };
+  CHECK(without_split(builtin.resolved_text) == without_split(file.resolved_text));
+  CHECK(file.plan.dropout);
 }
 
 TEST_CASE("published framework texts map to profiles", "[frameworks]") {

@@ -90,6 +90,7 @@ herr_t copy_attr(hid_t from, const char* name, const H5A_info_t*, void* to) {
   const hid_t copy = H5Acreate2(*static_cast<hid_t*>(to), name, type, space, H5P_DEFAULT, H5P_DEFAULT);
   H5Awrite(copy, type, value.data());
   H5Aclose(copy);
+  if (H5Tis_variable_str(type) > 0) H5Dvlen_reclaim(type, space, H5P_DEFAULT, value.data());  // the strings read
   H5Sclose(space);
   H5Tclose(type);
   H5Aclose(attr);
@@ -319,6 +320,20 @@ TEST_CASE("a DOT machine whose GPUs have no node reads but is refused for simula
       "digraph G { z [kind=gpu]; a [kind=gpu]; z -> a [kind=nvlink_bridge bandwidth_GBps=56.25]; }", "m.dot");
   CHECK_THROWS_WITH(dtsim::require_gpu_nodes(g, "m.dot"),
                     Catch::Contains("m.dot: vertex 'z': missing attribute \"node\""));
+}
+
+TEST_CASE("dtsim run refuses a DOT machine whose GPUs have no node, and topology --dot never follows a planted link",
+          "[hardening][cli]") {
+  const std::string dot = file("nodeless.dot"), scenario = file("nodeless.ini");
+  std::ofstream(dot) << "digraph G { z [kind=gpu]; a [kind=gpu]; z -> a [kind=nvlink_bridge bandwidth_GBps=56.25]; "
+                        "a -> z [kind=nvlink_bridge bandwidth_GBps=56.25]; }\n";
+  std::ofstream(scenario) << "[model]\nname = gpt2-xl\n[cluster]\ntopology_file = " << dot << "\n";
+  const Outcome run = run_dtsim("run " + scenario);
+  CHECK(run.status == 2);
+  CHECK_THAT(run.err, Catch::Contains(dot + ": vertex 'z': missing attribute \"node\""));
+  const std::string out = file("planted.dot"), victim = plant_link(out);
+  REQUIRE(run_dtsim("topology --dot " + out).status == 0);
+  safe(victim, out);
 }
 
 TEST_CASE("claims CSV numbers out of range, negative or zero are refused", "[hardening][cli]") {

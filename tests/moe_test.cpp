@@ -212,14 +212,16 @@ TEST_CASE("the EP group exchanges tokens and the expert-DP group reduces expert 
 }
 
 TEST_CASE("the memory model sizes an uneven split by its most loaded stage", "[moe][memory]") {
-  // DeepSeek-R1's 61 layers on 8 stages: neither 61 nor 63 divides by 8; the heaviest stage of
-  // dtsim advise's split holds ceil(63 / 8) = 8 layers.
+  // DeepSeek-R1's 61 layers on 8 stages: neither 61 nor 63 divides by 8, so the split is the
+  // embedding and the head counted as a layer each, 63 spread with the extra layers in the middle:
+  // 6, 8, 8, 8, 8, 8, 8, 7. The heaviest stages hold 8 MoE layers (the 3 dense ones are on stage
+  // 0), their routed experts split over ep = 8.
   const ModelShape& m = find_model("deepseek-r1");
+  REQUIRE(stage_split(m, 8).layers == std::vector<int>{6, 8, 8, 8, 8, 8, 8, 7});
   TrainingSetup t{m.seq_len, 1, Recompute::full, 0, false, 8};
   t.ep = 8;
-  const double routed = m.moe_layers() * m.experts * m.expert_params();
-  const double others = m.total_params() - m.transformer_params();
-  const double share = 8.0 * 8 / 61;
-  const double expected = 2 * (((m.transformer_params() - routed) * share + others) / 8 + routed * share / (8 * 8));
+  const double routed = m.experts * m.expert_params();
+  const double expected = 2 * 8 * (m.moe_layer_params() - routed + routed / 8);
   CHECK(training_memory(m, t, 1, 8, 8).items[0].bytes == Approx(expected));
+  CHECK_THAT(training_memory(m, t, 1, 8, 8).items[0].includes, Catch::Contains("8 layers"));
 }

@@ -41,6 +41,32 @@ TEST_CASE("runaway sizes and thread counts are refused before any work", "[harde
   refused("run " + kTiny + " --threads 32769", "--threads 32769: must be from 1 to 1024");
 }
 
+TEST_CASE("a sweep range near the 64-bit limit and an advise search beyond the GPU limit stay bounded",
+          "[hardening][cli]") {
+  // START + STEP passes INT64_MAX: the range holds 3 values (each point then refused by the
+  // scenario's own check), not an endless loop.
+  const Outcome sweep = run_dtsim("sweep " + kTiny + " --quiet --sweep "
+                                  "parallel.dp_bucket_mb=9223372036854775800:9223372036854775807:3 --csv " +
+                                  file("huge-axis.csv"));
+  INFO(sweep.err);
+  CHECK(sweep.out.find("3 points") != std::string::npos);
+  refused("sweep " + kTiny + " --sweep parallel.dp=-9223372036854775807:9223372036854775807:1",
+          "more than 1000000 values");
+  refused("advise --model gpt-1.7b --gpus A100 --max-gpus 2147483647", "--max-gpus = 2147483647: must be from 1 to 1048576");
+  refused("advise --model gpt-1.7b --gpus A100 --max-gpus 10000000", "must be from 1 to 1048576");
+}
+
+TEST_CASE("a run above the memory budget is refused before any work, with its estimate", "[hardening][cli]") {
+  // A million GPUs: about 7 GiB of cluster graph and engine state, refused at once under 4 GiB.
+  refused("run " + kTiny + " --cluster.nodes=131072 --parallel.dp=524288 --training.global_batch=2097152 "
+          "--max-memory 4",
+          "simulating 1048576 GPUs and about 0.00072 million ops needs about 7.02 GiB of memory, above the budget "
+          "of 4 GiB (--max-memory)");
+  refused("run " + kTiny + " --max-memory 0.001", "above the budget of 0.001 GiB (--max-memory)");
+  refused("run " + kTiny + " --max-memory -1", "--max-memory -1: must be a number of GiB from 0 to 1000000");
+  CHECK(run_dtsim("run " + kTiny + " --max-memory 1 --json").status == 0);
+}
+
 TEST_CASE("a scenario path that is not a regular file is refused, not read as the defaults", "[hardening][cli]") {
   refused("run " + scratch().string(), "not a regular file");
   refused("run /dev/zero", "/dev/zero: not a regular file");

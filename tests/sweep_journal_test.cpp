@@ -50,6 +50,13 @@ TEST_CASE("a journal line round-trips a point exactly", "[sweep]") {
   CHECK(std::count(line.begin(), line.end(), '\n') == 1);
   check_same(r, SweepJournal::parse_line(line.substr(0, line.size() - 1), 2, "j"));
   CHECK_THROWS_WITH(SweepJournal::parse_line("7\tA100", 2, "'x.progress' line 3"), Catch::Contains("'x.progress' line 3"));
+  // One metric changed by hand: the checksum no longer matches.
+  std::string edited = line.substr(0, line.size() - 1);
+  const std::size_t status = edited.find("\tinvalid\t");
+  REQUIRE(status != std::string::npos);
+  edited.replace(status, 9, "\tok\t");
+  CHECK_THROWS_WITH(SweepJournal::parse_line(edited, 2, "'x.progress' line 2"),
+                    Catch::Contains("'x.progress' line 2: the line was edited or damaged"));
 }
 
 TEST_CASE("a journal keeps finished points and drops a partial last line", "[sweep]") {

@@ -176,10 +176,8 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
     throw InputError(fmt::format(
         "training.global_batch = {}: must be a multiple of training.micro_batch x parallel.dp = {} x {} = {}",
         plan.global_batch, plan.micro_batch, plan.dp, replica_batch));
-  // A step is simulated op by op: about 45 ops per layer and micro-batch, the embedding and the
-  // head counted as a layer on each stage. Refuse programs that would not fit in memory rather
-  // than thrash or crash.
-  const double ops = 45.0 * plan.micro_batches() * (static_cast<double>(model.layers) + 2.0 * plan.pp);
+  // Refuse programs that would not fit in memory rather than thrash or crash.
+  const double ops = estimated_program_ops(plan, model);
   if (ops > limits::kMaxProgramOps)
     throw InputError(fmt::format(
         "model.layers = {} with {} micro-batches per step (training.global_batch = {}, training.micro_batch = {}, "
@@ -250,6 +248,10 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
           "parallel.schedule = interleaved: the {} micro-batches per step must be a multiple of parallel.pp = {} "
           "(as in Megatron-LM)", plan.micro_batches(), plan.pp));
   }
+}
+
+double estimated_program_ops(const ParallelPlan& plan, const ModelShape& model) {
+  return 45.0 * plan.micro_batches() * (static_cast<double>(model.layers) + 2.0 * plan.pp);
 }
 
 }  // namespace dtsim

@@ -103,4 +103,8 @@ std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key
 // and what would be valid. Fills stage_layers with an even split when it is empty.
 void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus);
 
+// Ops of the whole program the builder makes for the plan: a step is simulated op by op, about 45
+// per layer and micro-batch, the embedding and the head counted as a layer on each stage.
+double estimated_program_ops(const ParallelPlan& plan, const ModelShape& model);
+
 }  // namespace dtsim

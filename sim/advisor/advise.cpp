@@ -11,6 +11,7 @@
 #include <set>
 
 #include "sim/base/error.hpp"
+#include "sim/base/limits.hpp"
 #include "sim/base/units.hpp"
 #include "sim/scenario/frameworks.hpp"
 #include "sim/scenario/run.hpp"
@@ -358,7 +359,8 @@ AdviseResult advise(const AdviseRequest& q) {
   const ModelShape& m = find_model(q.model);
   const FrameworkSetup fw = framework_setup(q.framework);
   if (q.gpus.empty()) throw InputError("dtsim advise: --gpus needs at least one GPU, e.g. A100-80GB,H100-80GB,RTX4090");
-  if (q.max_gpus < 1) throw InputError(fmt::format("--max-gpus = {}: must be >= 1", q.max_gpus));
+  if (q.max_gpus < 1 || q.max_gpus > limits::kMaxGpus)
+    throw InputError(fmt::format("--max-gpus = {}: must be from 1 to {}", q.max_gpus, limits::kMaxGpus));
   std::vector<const GpuSpec*> gpus;
   for (const std::string& name : q.gpus) gpus.push_back(&find_gpu(name));
   for (const auto& [name, price] : q.prices) {

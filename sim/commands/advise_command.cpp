@@ -85,7 +85,7 @@ void print_text(const AdviseResult& res, double wall_s) {
 
 void print_json(const AdviseResult& res) {
   JsonList rows;
-  const auto num = [](double v) { return std::isnan(v) ? std::string("null") : fmt::format("{:.9g}", v); };
+  const auto num = [](double v) { return fmt::format("{:.9g}", JsonNumber{v}); };
   for (const AdviseRow& r : res.rows)
     rows.add(fmt::format("{{\"rank\": {}, \"gpu\": \"{}\", \"role\": \"{}\", \"num_gpus\": {}, \"nodes\": {}, "
                          "\"gpus_per_node\": {}, \"tp\": {}, \"pp\": {}, \"dp\": {}, \"ep\": {}, \"micro_batch\": {}, \"recompute\": \"{}\", "

@@ -1,6 +1,6 @@
 // The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
-// `export`, `catalog`, `fit`, `advise`. Bad input prints one message and
-// exits with status 2; nothing is written then.
+// `export`, `catalog`, `fit`, `advise`. Bad input prints one message and exits with status 2,
+// running out of memory with 3, an internal inconsistency (a bug) with 70; nothing is written then.
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
@@ -19,6 +19,7 @@
 #include "sim/commands/fit_command.hpp"
 #include "sim/base/json.hpp"
 #include "sim/base/limits.hpp"
+#include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_util.hpp"
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/summary_format.hpp"
@@ -33,6 +34,7 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
+    "                 [--max-memory GIB]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
@@ -86,7 +88,9 @@ int run_command(int argc, char** argv) {
                                                   "write the HDF5 trace to FILE (overrides output.trace)")(
       "json", "print the summary as one JSON object")(
       "threads", po::value<int>()->default_value(0), "engine threads; 0 = all cores (results do not depend on it)")(
-      "fold-tp", "simulate one rank per TP group for the whole group where the cluster is symmetric (same results)");
+      "fold-tp", "simulate one rank per TP group for the whole group where the cluster is symmetric (same results)")(
+      "max-memory", po::value<double>()->default_value(0),
+      "GiB one simulation may use; refused beyond it, with the estimate (0 = half of this machine's memory)");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
@@ -98,7 +102,12 @@ int run_command(int argc, char** argv) {
   const int threads = cmd.vm["threads"].as<int>();
   if (threads < 0 || threads > limits::kMaxThreads)
     throw InputError(fmt::format("--threads {}: must be from 1 to {}, or 0 for all cores", threads, limits::kMaxThreads));
-  const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(), cmd.vm.count("fold-tp") > 0);
+  const double max_memory_gib = cmd.vm["max-memory"].as<double>();
+  if (!(max_memory_gib >= 0 && max_memory_gib <= 1e6))
+    throw InputError(fmt::format("--max-memory {}: must be a number of GiB from 0 to 1000000 (0 = half of this "
+                                 "machine's memory)", max_memory_gib));
+  const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(),
+                                           cmd.vm.count("fold-tp") > 0, max_memory_gib * 1024 * 1024 * 1024);
   std::cout << (cmd.vm.count("json") ? format_summary_json(sc, result.summary, result.links) + "\n"
                                      : format_summary_text(sc, result.summary, result.links));
   if (!trace.empty() && !cmd.vm.count("json"))
@@ -118,21 +127,7 @@ int topology_command(int argc, char** argv) {
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const ClusterGraph graph = make_cluster(sc);
   const std::string path = cmd.vm["dot"].as<std::string>();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    if (!out) throw InputError(fmt::format("--dot {}: cannot write the file", path));
-    write_dot(graph, out);
-    out.close();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError(fmt::format("--dot {}: write failed", path));
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw InputError(fmt::format("--dot {}: cannot rename {}", path, tmp));
-  }
+  write_file_safely(path, "--dot " + path, [&](std::ostream& out) { write_dot(graph, out); });
   std::cout << fmt::format("wrote {} ({} GPUs, {} directed links)\n", path, graph.num_gpus(), graph.num_links());
   return 0;
 }
@@ -297,6 +292,17 @@ int export_command(int argc, char** argv) {
 
 }  // namespace
 
+namespace {
+
+// The command line as typed, for the messages that ask for a report.
+std::string command_line(int argc, char** argv) {
+  std::string out = "dtsim";
+  for (int i = 1; i < argc; ++i) out += std::string(" ") + argv[i];
+  return out;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   trace_h5::no_cleanup_at_exit();
   try {
@@ -320,5 +326,15 @@ int main(int argc, char** argv) {
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << fmt::format("dtsim: error: out of memory running '{}': the job needs more memory than this machine "
+                             "has; simulate fewer GPUs, layers or micro-batches (the limits: docs/hardening.md)\n",
+                             command_line(argc, argv));
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("dtsim: internal error: {} (running '{}'). This is a bug in dtsim: please report it "
+                             "with this command line and the scenario file\n",
+                             e.what(), command_line(argc, argv));
+    return 70;
   }
 }

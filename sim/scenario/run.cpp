@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "sim/base/error.hpp"
+#include "sim/scenario/memory_budget.hpp"
 #include "sim/trace/hdf5_sink.hpp"
 #include "topologies/dot_io.hpp"
 #include "topologies/routing.hpp"
@@ -19,7 +20,12 @@ namespace dtsim {
 ClusterGraph make_cluster(const Scenario& sc) {
   ClusterGraph graph;
   try {
-    graph = sc.topology_file.empty() ? build_cluster(sc.cluster) : read_dot(sc.topology_file);
+    if (sc.topology_file.empty()) {
+      graph = build_cluster(sc.cluster);
+    } else {
+      graph = read_dot(sc.topology_file);
+      require_gpu_nodes(graph, sc.topology_file);
+    }
     for (const LinkFactor& f : sc.degraded_links) scale_link_pair(graph, f.a, f.b, f.factor);
     Router(graph).check_connected();
   } catch (const InputError& e) {
@@ -51,9 +57,18 @@ bool tp_fold_exact(const Scenario& sc) {
          nics_on_one_leaf && c.spines == 0;
 }
 
-EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threads, bool fold_tp) {
+EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threads, bool fold_tp,
+                          double max_memory_bytes) {
+  // Before the cluster is built (a million-GPU graph is itself most of the footprint), after the
+  // layout's own checks (the op limit among them), which do not depend on the machine.
+  if (sc.topology_file.empty()) {
+    const int gpus = sc.cluster.nodes * sc.cluster.gpus_per_node;  // at most 2^20: checked when read
+    validate_scenario(sc, gpus);
+    check_memory_budget(sc, gpus, max_memory_bytes);
+  }
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
+  if (!sc.topology_file.empty()) check_memory_budget(sc, graph.num_gpus(), max_memory_bytes);
   const GpuSpec& gpu = find_gpu(sc.cluster.gpu);
   const Program program = build_program(sc.model, sc.plan);
   Engine engine(program, graph, gpu, sc.precision, sc.protocol, sc.algorithm);

@@ -24,8 +24,11 @@ bool tp_fold_exact(const Scenario& scenario);
 // Validates the layout against the cluster, simulates one step and, when trace_path is set,
 // writes the HDF5 trace there (atomically). `threads`: engine threads (the result is the same for
 // any count). Each transfer leaving a TP group carries its TP copies' where tp_fold_exact says
-// that is exact; `fold_tp`: there, run only one rank per TP group. Throws InputError on bad input.
-EngineResult run_scenario(Scenario& scenario, const std::string& trace_path, int threads = 1, bool fold_tp = false);
+// that is exact; `fold_tp`: there, run only one rank per TP group. Before any work, refuses a
+// simulation whose memory estimate is above `max_memory_bytes` (0: half the machine's memory;
+// memory_budget.hpp). Throws InputError on bad input.
+EngineResult run_scenario(Scenario& scenario, const std::string& trace_path, int threads = 1, bool fold_tp = false,
+                          double max_memory_bytes = 0);
 
 // Refuses (InputError) a trace path that would overwrite the scenario file itself, or, when the
 // path was named only inside the scenario file (`named_on_command_line` false), an existing file

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "sim/base/json.hpp"
+
 namespace dtsim {
 
 const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
@@ -58,8 +60,9 @@ std::string format_summary_json(const Scenario& sc, const Summary& s, const std:
   std::string loaded = "null";
   if (!links.empty()) {
     const LinkRecord& l = most_loaded_link(links);
-    loaded = fmt::format("{{\"source\": \"{}\", \"target\": \"{}\", \"kind\": \"{}\", \"busy_s\": {:.9g}, \"bytes\": {:.9g}}}",
-                          l.source, l.target, l.kind, l.busy_s, l.bytes);
+    loaded = fmt::format("{{\"source\": {}, \"target\": {}, \"kind\": {}, \"busy_s\": {:.9g}, \"bytes\": {:.9g}}}",
+                          json_string(l.source), json_string(l.target), json_string(l.kind), JsonNumber{l.busy_s},
+                          JsonNumber{l.bytes});
   }
   return fmt::format(
       "{{\"step_time_s\": {:.9g}, \"tokens_per_s\": {:.9g}, \"model_tflops_per_gpu\": {:.9g}, "
@@ -67,11 +70,12 @@ std::string format_summary_json(const Scenario& sc, const Summary& s, const std:
       "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
       "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
       "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}, "
-      "\"most_loaded_link\": {}, \"framework\": \"{}\"}}",
-      s.step_time_s, s.tokens_per_s, s.model_tflops_per_gpu, s.hw_tflops_per_gpu, s.mfu, s.peak_memory_gib,
-      s.peak_memory_rank, s.oom ? "true" : "false", s.oom_rank, s.oom_time_s, s.oom_needed_gib,
-      s.oom_capacity_gib, s.num_gpus, s.events, s.compute, s.memory_bound, s.exposed_comm, s.bubble, s.idle,
-      loaded, sc.framework);
+      "\"most_loaded_link\": {}, \"framework\": {}}}",
+      JsonNumber{s.step_time_s}, JsonNumber{s.tokens_per_s}, JsonNumber{s.model_tflops_per_gpu},
+      JsonNumber{s.hw_tflops_per_gpu}, JsonNumber{s.mfu}, JsonNumber{s.peak_memory_gib}, s.peak_memory_rank,
+      s.oom ? "true" : "false", s.oom_rank, JsonNumber{s.oom_time_s}, JsonNumber{s.oom_needed_gib},
+      JsonNumber{s.oom_capacity_gib}, s.num_gpus, s.events, JsonNumber{s.compute}, JsonNumber{s.memory_bound},
+      JsonNumber{s.exposed_comm}, JsonNumber{s.bubble}, JsonNumber{s.idle}, loaded, json_string(sc.framework));
 }
 
 }  // namespace dtsim

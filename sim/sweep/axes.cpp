@@ -59,8 +59,10 @@ std::vector<std::string> parse_range(const std::string& where, const std::string
   if (as_integer(trim(parts[0]), a) && as_integer(trim(parts[1]), b) && as_integer(trim(parts[2]), s)) {
     if (s == 0) throw InputError(fmt::format("{}: STEP must not be 0", self));
     if ((s > 0 && b < a) || (s < 0 && b > a)) throw InputError(fmt::format("{}: STEP {} never goes from {} to {}", self, s, a, b));
-    if ((b - a) / s >= kMaxAxisValues) throw too_many();
-    for (long long v = a; s > 0 ? v <= b : v >= b; v += s) out.push_back(std::to_string(v));
+    // In 128 bits: STOP - START and the last START + i * STEP may not fit 64 (near INT64_MAX).
+    const __int128 count = (static_cast<__int128>(b) - a) / s + 1;
+    if (count > kMaxAxisValues) throw too_many();
+    for (__int128 i = 0; i < count; ++i) out.push_back(std::to_string(static_cast<long long>(a + i * s)));
     return out;
   }
   double x = 0, y = 0, d = 0;

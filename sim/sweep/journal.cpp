@@ -18,7 +18,7 @@
 namespace dtsim {
 namespace {
 
-constexpr const char* kMagic = "dtsim-sweep-progress 1";
+constexpr const char* kMagic = "dtsim-sweep-progress 2";
 
 std::string escape(const std::string& s) {
   std::string out;
@@ -111,15 +111,21 @@ std::string SweepJournal::format_line(const PointResult& r) {
     if constexpr (std::is_same_v<std::decay_t<decltype(value)>, bool>) line += value ? "\t1" : "\t0";
     else line += fmt::format("\t{}", value);
   });
-  return line + "\n";
+  return fmt::format("{}\t{:016x}\n", line, fnv1a(line));
 }
 
 PointResult SweepJournal::parse_line(const std::string& line, std::size_t num_axes, const std::string& where) {
+  // The last field is the checksum of the rest: an edited or damaged line is refused, not read.
+  const std::size_t tab = line.rfind('\t');
+  if (tab == std::string::npos || line.substr(tab + 1) != fmt::format("{:016x}", fnv1a(line.substr(0, tab))))
+    throw InputError(fmt::format("{}: the line was edited or damaged (its checksum does not match); delete the file "
+                                 "to start the sweep afresh", where));
+  const std::string content = line.substr(0, tab);
   std::vector<std::string> f;
   PointResult r;
   std::size_t metrics = 0;
   trace_h5::visit_summary(r.summary, [&](const char*, const auto&) { ++metrics; });
-  bool ok = split(line, f) && f.size() == 3 + num_axes + metrics && parse_number(f[0], r.point) && r.point >= 0;
+  bool ok = split(content, f) && f.size() == 3 + num_axes + metrics && parse_number(f[0], r.point) && r.point >= 0;
   if (ok) {
     r.values.assign(f.begin() + 1, f.begin() + 1 + static_cast<std::ptrdiff_t>(num_axes));
     const std::string& status = f[1 + num_axes];

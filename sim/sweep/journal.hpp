@@ -4,7 +4,8 @@
 // format and a fingerprint of the sweep (dtsim version, base scenario, axes, shard), so a journal
 // is only ever resumed by the same sweep. A point line holds the point, its axis values, status,
 // message and every metric (floats in shortest round-trip form), tab-separated, with tab, newline and backslash
-// escaped; a last line without its newline (the process died while writing it) is ignored. The
+// escaped, and last the FNV-1a checksum of the rest, so an edited or damaged line is refused;
+// a last line without its newline (the process died while writing it) is ignored. The
 // final table is written as usual and the journal removed once the table is complete. A fresh
 // journal is created exclusively as a temporary and renamed into place; a journal to resume must
 // be a regular file (a folder or a link there is refused), appended without following links.

@@ -110,17 +110,19 @@ std::string validation_report(const std::vector<ValidationRow>& rows, bool json)
     JsonList list;
     for (const ValidationRow& r : rows) {
       JsonList assumptions;
-      for (const std::string& a : r.assumptions) assumptions.add("\"" + json_escape(a) + "\"");
-      list.add(fmt::format("{{\"run_id\": \"{}\", \"source_id\": \"{}\", \"built\": {}, \"measured_s\": {:.9g}, "
-                           "\"predicted_s\": {:.9g}, \"error_pct\": {:.9g}, \"compared_on\": \"{}\", "
-                           "\"framework\": \"{}\", \"framework_rule\": \"{}\", \"assumptions\": {}, "
-                           "\"skip_reason\": \"{}\", \"caveat\": \"{}\"}}",
-                           json_escape(r.id), json_escape(r.source), r.built ? "true" : "false", r.measured_s,
-                           r.predicted_s, r.error_pct, r.compared_on, r.framework, json_escape(r.framework_rule),
-                           assumptions.str(), json_escape(r.skip_reason), json_escape(r.caveat)));
+      for (const std::string& a : r.assumptions) assumptions.add(json_string(a));
+      list.add(fmt::format("{{\"run_id\": {}, \"source_id\": {}, \"built\": {}, \"measured_s\": {:.9g}, "
+                           "\"predicted_s\": {:.9g}, \"error_pct\": {:.9g}, \"compared_on\": {}, "
+                           "\"framework\": {}, \"framework_rule\": {}, \"assumptions\": {}, "
+                           "\"skip_reason\": {}, \"caveat\": {}}}",
+                           json_string(r.id), json_string(r.source), r.built ? "true" : "false",
+                           JsonNumber{r.measured_s}, JsonNumber{r.predicted_s}, JsonNumber{r.error_pct},
+                           json_string(r.compared_on), json_string(r.framework), json_string(r.framework_rule),
+                           assumptions.str(), json_string(r.skip_reason), json_string(r.caveat)));
     }
     return fmt::format("{{\"rows\": {}, \"built\": {}, \"median_abs_error_pct\": {:.9g}, "
-                       "\"max_abs_error_pct\": {:.9g}}}\n", list.str(), errors.size(), median, worst);
+                       "\"max_abs_error_pct\": {:.9g}}}\n", list.str(), errors.size(), JsonNumber{median},
+                       JsonNumber{worst});
   }
   out += fmt::format("{:<44} {:>11} {:>11} {:>8}  {:<20} {}\n", "run", "measured s", "predicted s", "error %",
                      "framework", "compared on");
