@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/base/nearest.hpp"
+#include "sim/scenario/scenario.hpp"
 #include "sim/trace/hdf5_reader.hpp"
 
 namespace fs = std::filesystem;
@@ -91,7 +93,7 @@ TEST_CASE("command-line keys override the scenario file", "[cli]") {
 
 TEST_CASE("the workstation scenario that does not fit says so", "[cli]") {
   const Outcome o = run_dtsim("run " + scenario("gpt-neox-20b-2x3090.ini"));
-  REQUIRE(o.status == 0);
+  CHECK(o.status == 4);  // the summary is printed, and the status says the layout does not fit
   CHECK_THAT(o.out, Catch::Contains("OUT OF MEMORY"));
   const Outcome fits = run_dtsim("run " + scenario("gpt2-xl-2x3090.ini") + " --json");
   REQUIRE(fits.status == 0);
@@ -106,7 +108,7 @@ TEST_CASE("the DeepSeek-R1 scenario runs end to end with expert parallelism acro
   CHECK_THAT(o.out, !Catch::Contains("OUT OF MEMORY"));
   // Without EP every GPU holds all 256 experts of its stage: far beyond 80 GB.
   const Outcome dense = run_dtsim("run " + scenario("deepseek-r1-256xh100.ini") + " --parallel.ep=1");
-  REQUIRE(dense.status == 0);
+  CHECK(dense.status == 4);
   CHECK_THAT(dense.out, Catch::Contains("OUT OF MEMORY"));
 }
 
@@ -359,4 +361,26 @@ TEST_CASE("bad heterogeneity and trace detail values name the key and what is va
   expect_input_error("run --output.detail=most", "output.detail = 'most': valid values are summary, stages, full");
   expect_input_error("run --cluster.fabric=torus", "cluster.fabric = 'torus'");
   expect_input_error("run --threads=-1", "--threads -1");
+}
+
+TEST_CASE("a mistyped key, option or catalog gets the nearest valid name", "[cli]") {
+  CHECK(dtsim::nearest_name("paralel.tp", dtsim::scenario_key_names()) == "parallel.tp");
+  CHECK(dtsim::nearest_name("Parallel.TP", dtsim::scenario_key_names()) == "parallel.tp");
+  CHECK(dtsim::nearest_name("xyzzy", dtsim::scenario_key_names()).empty());
+  CHECK(dtsim::edit_distance("kitten", "sitting") == 3);
+  const auto refused_with = [](const std::string& args, const std::string& message) {
+    const Outcome o = run_dtsim(args);
+    INFO(args << "\n" << o.err);
+    CHECK(o.status == 2);
+    CHECK_THAT(o.err, Catch::Contains(message));
+  };
+  refused_with("run --paralel.tp=2", "unknown option '--paralel.tp=2' (did you mean 'parallel.tp'?)");
+  refused_with("collective --opp all_reduce", "(did you mean 'op'?); run 'dtsim collective --help'");
+  refused_with("sweep " + scenario("tests/tiny-sweep.ini") + " --sweep paralel.tp=1,2",
+               "--sweep paralel.tp: unknown scenario key (did you mean 'parallel.tp'?)");
+  refused_with("run " + write_file("typo.ini", "[model]\nnme = gpt2-xl\n"), "unknown key 'model.nme' (did you mean 'model.name'?)");
+  refused_with("catalog model", "dtsim catalog 'model' (did you mean 'models'?)");
+  const Outcome help = run_dtsim("catalog --help");
+  CHECK(help.status == 0);
+  CHECK_THAT(help.out, Catch::Contains("usage: dtsim catalog models|gpus|links|frameworks"));
 }

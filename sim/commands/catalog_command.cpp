@@ -8,6 +8,7 @@
 
 #include "sim/network/comm_model.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/nearest.hpp"
 #include "sim/base/units.hpp"
 #include "sim/scenario/frameworks.hpp"
 #include "topologies/gpu_catalog.hpp"
@@ -80,12 +81,21 @@ void print_frameworks() {
 
 int catalog_command(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
+  if (what == "--help" || what == "-h" || what == "help") {
+    std::cout << "usage: dtsim catalog models|gpus|links|frameworks\n"
+                 "  models      the model catalog (name, shape, parameters, source)\n"
+                 "  gpus        the GPU catalog (memory, peak rates, measured rates, source)\n"
+                 "  links       the link catalog (NVLink, PCIe, NICs: bandwidth, latency, source)\n"
+                 "  frameworks  the framework profiles (training.framework) with each setting's source\n";
+    return 0;
+  }
   if (argc > 2) throw InputError(fmt::format("dtsim catalog {}: unexpected argument '{}'", what, argv[2]));
   if (what == "models") print_models();
   else if (what == "gpus") print_gpus();
   else if (what == "links") print_links();
   else if (what == "frameworks") print_frameworks();
-  else throw InputError(fmt::format("dtsim catalog '{}': valid catalogs are models, gpus, links, frameworks", what));
+  else throw InputError(fmt::format("dtsim catalog '{}'{}: valid catalogs are models, gpus, links, frameworks", what,
+                                    did_you_mean(what, {"models", "gpus", "links", "frameworks"})));
   return 0;
 }
 

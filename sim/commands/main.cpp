@@ -1,6 +1,7 @@
 // The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
 // `export`, `catalog`, `fit`, `advise`. Bad input prints one message and exits with status 2,
 // running out of memory with 3, an internal inconsistency (a bug) with 70; nothing is written then.
+// A simulated step that runs out of GPU memory exits 4 after its summary.
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
@@ -19,6 +20,7 @@
 #include "sim/commands/fit_command.hpp"
 #include "sim/base/json.hpp"
 #include "sim/base/limits.hpp"
+#include "sim/base/nearest.hpp"
 #include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_util.hpp"
 #include "sim/scenario/run.hpp"
@@ -32,12 +34,19 @@ using namespace dtsim;
 
 namespace {
 
+// `dtsim run` of a step that does not fit its GPUs: the summary and trace are written, the
+// status says the layout is not usable (2 is bad input, 3 this machine's memory, 70 a bug).
+constexpr int kExitOutOfGpuMemory = 4;
+
+// The commands and their options: `dtsim --help` and `dtsim --usage` print it, and the README's
+// command block is this text (CTest usage_doc).
 constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
     "                 [--max-memory GIB]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
-    "       dtsim collective [SCENARIO.ini] [--section.key=value ...] [--op all_reduce] [--gpus N]\n"
-    "                        [--sizes 32K:16G] [--algo auto|ring|tree] [--json]\n"
+    "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
+    "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
+    "                        [--sizes 32K:16G] [--algo auto|ring|tree|hierarchical] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
@@ -46,12 +55,13 @@ constexpr const char* kUsage =
     "       dtsim export TRACE.h5 --chrome OUT.json\n"
     "       dtsim catalog models|gpus|links|frameworks\n"
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
-    "                 [--mode inference|training] [--framework NAME] [--recompute full] [--zero N] [--dp N]\n"
-    "                 [--json] | dtsim fit --seed-table [--json]\n"
-    "       dtsim advise --model NAME --gpus GPU,GPU,... [--framework NAME] [--max-gpus N] [--tokens T]\n"
-    "                    [--price GPU=USD_PER_HOUR ...]\n"
-    "                    [--output FILE.h5] [--json]\n"
-    "       dtsim --help | dtsim run --help\n";
+    "                 [--mode inference|training] [--framework megatron-core] [--recompute full] [--zero N]\n"
+    "                 [--dp 1] [--json]\n"
+    "       dtsim fit --seed-table [--claims FILE.csv] [--json]\n"
+    "       dtsim advise --model NAME --gpus A100-80GB,H100-80GB,RTX4090 [--framework megatron-core] [--max-gpus 256]\n"
+    "                    [--tokens T] [--global-batch N] [--price GPU=USD_PER_HOUR ...] [--top 2]\n"
+    "                    [--nics-per-node 4] [--nic-gbps 200] [--jobs N] [--output FILE.h5] [--json]\n"
+    "       dtsim --help | dtsim --usage | dtsim VERB --help\n";
 
 struct Command {
   po::variables_map vm;
@@ -70,7 +80,14 @@ Command parse(int argc, char** argv, const po::options_description& own) {
   } catch (const po::too_many_positional_options_error&) {
     throw InputError("only one scenario file may be given");
   } catch (const po::unknown_option& e) {
-    throw InputError(fmt::format("unknown option '{}'; run 'dtsim run --help' for the valid keys", e.get_option_name()));
+    std::vector<std::string> names;  // the verb's own options first: they win a tie
+    for (const auto& option : own.options()) names.push_back(option->long_name());
+    for (const std::string& key : scenario_key_names()) names.push_back(key);
+    std::string typed = e.get_option_name();
+    typed = typed.substr(std::min(typed.find_first_not_of('-'), typed.size()));
+    typed = typed.substr(0, typed.find('='));
+    throw InputError(fmt::format("unknown option '{}'{}; run 'dtsim {} --help' for the valid options and keys",
+                                 e.get_option_name(), did_you_mean(typed, names), argc > 0 ? argv[0] : "run"));
   } catch (const po::error& e) {
     throw InputError(e.what());
   }
@@ -109,10 +126,10 @@ int run_command(int argc, char** argv) {
   const EngineResult result = run_scenario(sc, trace, threads > 0 ? threads : tbb::info::default_concurrency(),
                                            cmd.vm.count("fold-tp") > 0, max_memory_gib * 1024 * 1024 * 1024);
   std::cout << (cmd.vm.count("json") ? format_summary_json(sc, result.summary, result.links) + "\n"
-                                     : format_summary_text(sc, result.summary, result.links));
+                                     : format_summary_text(sc, result.summary, result.links, result.ranks));
   if (!trace.empty() && !cmd.vm.count("json"))
     std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
-  return 0;
+  return result.summary.oom ? kExitOutOfGpuMemory : 0;
 }
 
 int topology_command(int argc, char** argv) {
@@ -307,6 +324,10 @@ int main(int argc, char** argv) {
   trace_h5::no_cleanup_at_exit();
   try {
     const std::string sub = argc > 1 ? argv[1] : "";
+    if (sub == "--usage") {
+      std::cout << kUsage;
+      return 0;
+    }
     if (sub == "--help" || sub == "-h" || sub == "help" || sub.empty()) {
       std::cout << kUsage << "\n" << scenario_options() << "\n";
       return sub.empty() ? 2 : 0;

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "sim/base/error.hpp"
+#include "sim/base/nearest.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/scenario/frameworks.hpp"
 
@@ -328,6 +329,13 @@ po::options_description scenario_options() {
   return desc;
 }
 
+std::vector<std::string> scenario_key_names() {
+  const po::options_description keys = scenario_options();  // alive while its options are read
+  std::vector<std::string> names;
+  for (const auto& option : keys.options()) names.push_back(option->long_name());
+  return names;
+}
+
 namespace {
 
 // Stores the keys of `in` (the text of file `name`) into `vm` (values already there take
@@ -341,8 +349,8 @@ void store_stream(std::istream& in, const std::string& name, po::variables_map& 
     for (const po::option& o : parsed.options) {
       if (!o.unregistered) continue;
       if (o.string_key.rfind("sweep.", 0) != 0)
-        throw InputError(fmt::format("{}: unknown key '{}'; run 'dtsim run --help' for the valid keys", name,
-                                     o.string_key));
+        throw InputError(fmt::format("{}: unknown key '{}'{}; run 'dtsim run --help' for the valid keys", name,
+                                     o.string_key, did_you_mean(o.string_key, scenario_key_names())));
       if (sweep_lines == nullptr)
         throw InputError(fmt::format("{}: has a [sweep] section ({}): run it with 'dtsim sweep {}'; 'dtsim run' "
                                      "simulates one point, given with --section.key=value",

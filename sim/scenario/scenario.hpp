@@ -48,6 +48,8 @@ struct Scenario {
 
 // Every scenario key with its unit, default and meaning (for --help and parsing).
 boost::program_options::options_description scenario_options();
+// The names of those keys ("parallel.tp", ...), for "did you mean" messages.
+std::vector<std::string> scenario_key_names();
 
 // Whether a file's [sweep] section is accepted (dtsim sweep: each point is a scenario of the same
 // file) or refused with a message pointing to `dtsim sweep` (every other command).

@@ -6,8 +6,49 @@
 #include <algorithm>
 
 #include "sim/base/json.hpp"
+#include "sim/scenario/stage_balance.hpp"
+#include "topologies/builders.hpp"
+#include "topologies/gpu_catalog.hpp"
 
 namespace dtsim {
+
+namespace {
+
+// The network the step ran on, as the scenario gave it (the summary echoes what it used).
+std::string network_text(const Scenario& sc) {
+  const ClusterConfig& c = sc.cluster;
+  if (!sc.topology_file.empty()) return fmt::format("as in the topology file {}", sc.topology_file);
+  const double nvlink = c.nvlink_GBps > 0 ? c.nvlink_GBps : find_gpu(c.gpu).nvlink_bytes_per_s / 1e9;
+  const std::string inside =
+      c.node_kind == NodeKind::nvswitch
+          ? fmt::format("NVSwitch in each node ({:.0f} GB/s per GPU per direction)", nvlink)
+      : c.node_kind == NodeKind::nvlink_pairs
+          ? fmt::format("NVLink bridges between GPU pairs ({:.0f} GB/s), PCIe gen {} otherwise", nvlink, c.pcie_gen)
+          : fmt::format("PCIe gen {} in each node{}", c.pcie_gen, c.p2p ? "" : " (no peer-to-peer: through the CPU)");
+  if (c.nodes == 1) return inside + "; one node, no NIC used";
+  std::string fabric = fmt::format("{}; {} x {:g} Gb/s {} NICs per node, {} fabric", inside, c.nics_per_node,
+                                   c.nic_gbps, link_kind_name(c.nic_kind), fabric_name(c.fabric));
+  if (c.oversubscription > 1) fabric += fmt::format(", {:g}:1 oversubscribed", c.oversubscription);
+  return fabric;
+}
+
+// Each stage's busy time (compute + memory-bound), the slowest named, and the split to try when
+// the slowest is more than kStageImbalanceToReport above the median stage.
+std::string stage_text(const ParallelPlan& p, const StageBalance& b) {
+  const auto [low, high] = std::minmax_element(b.busy_s.begin(), b.busy_s.end());
+  std::string out = fmt::format("  stages (busy)      {:.3g}-{:.3g} s; slowest stage {} of {} ({} layers), {:+.0f} % over "
+                                "the median stage\n", *low, *high, b.slowest, p.pp, p.stage_layers[b.slowest],
+                                100 * b.spread);
+  if (!b.balanced.empty()) {
+    std::string split;
+    for (int n : b.balanced) split += (split.empty() ? "" : ",") + std::to_string(n);
+    out += fmt::format("  try                --parallel.stage_layers={} (the split with the shortest slowest stage, "
+                       "estimated from these stage times)\n", split);
+  }
+  return out;
+}
+
+}  // namespace
 
 const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
   const LinkRecord* best = &links.front();
@@ -16,7 +57,8 @@ const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
   return *best;
 }
 
-std::string format_summary_text(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links) {
+std::string format_summary_text(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links,
+                                const std::vector<RankRecord>& ranks) {
   std::string out;
   const auto& p = sc.plan;
   out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {} PP {} DP {}{}, micro-batch {}, global batch {}\n",
@@ -34,6 +76,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
                      sc.framework, precision_name(sc.precision), recompute_name(p.recompute), schedule_name(p.schedule),
                      p.zero_stage, node_kind_name(sc.cluster.node_kind), sc.cluster.gpu);
+  out += fmt::format("  network            {}\n", network_text(sc));
   out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
   out += fmt::format("  throughput         {:.0f} tokens/s\n", s.tokens_per_s);
   out += fmt::format("  model TFLOP/s/GPU  {:.1f}   (MFU {:.1f} %)\n", s.model_tflops_per_gpu, 100 * s.mfu);
@@ -46,6 +89,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   out += fmt::format("  time breakdown     compute {:.1f} %, memory-bound {:.1f} %, exposed comm {:.1f} %, "
                      "bubble {:.1f} %, idle {:.1f} %\n",
                      100 * s.compute, 100 * s.memory_bound, 100 * s.exposed_comm, 100 * s.bubble, 100 * s.idle);
+  if (p.pp > 1 && !ranks.empty()) out += stage_text(p, stage_balance(p, ranks));
   if (!links.empty()) {
     const LinkRecord& l = most_loaded_link(links);
     out += fmt::format("  most loaded link   {} -> {} ({}): {:.3f} GB, {:.1f} % of its wire rate over the step, "

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "sim/base/error.hpp"
+#include "sim/base/nearest.hpp"
 
 namespace dtsim {
 namespace {
@@ -80,8 +81,9 @@ std::vector<std::string> parse_range(const std::string& where, const std::string
 void check_key(const std::string& where, const std::string& key) {
   const auto options = scenario_options();
   if (options.find_nothrow(key, false) == nullptr)
-    throw InputError(fmt::format("{} {}: unknown scenario key; valid axes are the scenario keys of "
-                                 "'dtsim run --help' (e.g. cluster.nics_per_node)", where, key));
+    throw InputError(fmt::format("{} {}: unknown scenario key{}; valid axes are the scenario keys of "
+                                 "'dtsim run --help' (e.g. cluster.nics_per_node)", where, key,
+                                 did_you_mean(key, scenario_key_names())));
   if (key == "output.trace")
     throw InputError(fmt::format("{} {}: not an axis; keep each point's trace with --traces DIR", where, key));
 }

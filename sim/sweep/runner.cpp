@@ -72,6 +72,11 @@ PointResult run_point(const SweepPlan& plan, std::int64_t point) {
                               "first over at {:.6f} s",
                               r.summary.oom_rank, r.summary.oom_needed_gib, r.summary.oom_needed_gib * kGiB,
                               r.summary.oom_capacity_gib, r.summary.oom_capacity_gib * kGiB, r.summary.oom_time_s);
+      // A step that does not fit has no time to compare: only its memory figures stay.
+      for (double* timing : {&r.summary.step_time_s, &r.summary.tokens_per_s, &r.summary.model_tflops_per_gpu,
+                             &r.summary.hw_tflops_per_gpu, &r.summary.mfu, &r.summary.compute, &r.summary.memory_bound,
+                             &r.summary.exposed_comm, &r.summary.bubble, &r.summary.idle})
+        *timing = std::nan("");
     }
   } catch (const InputError& e) {
     r.status = PointStatus::invalid;

@@ -2,7 +2,8 @@
 // and the point's axis values, loaded, checked and simulated on its own (own Scenario, cluster
 // graph, program and engine), so points run concurrently on TBB threads. A point whose input is
 // rejected (layout that does not divide, GPU without NVSwitch, ...) is `invalid` with the
-// InputError text; one that runs out of GPU memory is `oom`; neither stops the sweep.
+// InputError text; one that runs out of GPU memory is `oom`, its memory figures kept and its
+// timing (step time, throughput, MFU, time fractions) NaN; neither stops the sweep.
 #pragma once
 #include <cstdint>
 #include <functional>

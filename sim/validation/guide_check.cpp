@@ -101,7 +101,9 @@ std::vector<GuideRow> check_guide(const std::string& path) {
     const auto& rec = records[r];
     const auto get = [&](const char* c) { return col[c] < rec.size() ? rec[col[c]] : std::string(); };
     const std::string where = fmt::format("{} row {}", path, r + 1);
-    GuideRow g{get("model"), get("claimed_vram"), get("claimed_gpu"), get("dtsim_model"), get("mode"), get("dtsim_note")};
+    GuideRow g;
+    g.model = get("model"), g.claimed_vram = get("claimed_vram"), g.claimed_gpu = get("claimed_gpu");
+    g.dtsim_model = get("dtsim_model"), g.mode = get("mode"), g.note = get("dtsim_note");
     g.claimed_gb = first_number(g.claimed_vram, where + " claimed_vram", kMinGb, kMaxGb);
     const ModelShape& m = [&]() -> const ModelShape& {
       try {
