@@ -384,3 +384,12 @@ TEST_CASE("a mistyped key, option or catalog gets the nearest valid name", "[cli
   CHECK(help.status == 0);
   CHECK_THAT(help.out, Catch::Contains("usage: dtsim catalog models|gpus|links|frameworks"));
 }
+
+TEST_CASE("advise with no layout that fits says what would, and exits 4", "[cli]") {
+  const Outcome o = run_dtsim("advise --model bloom-176b --gpus A100 --max-gpus 8 --global-batch 8");
+  CHECK(o.status == 4);
+  CHECK_THAT(o.out, Catch::Contains("0 fit in memory"));
+  CHECK_THAT(o.err, Catch::Contains("A100-SXM4-80GB: nothing fits on up to 8 GPUs; with full recompute and "
+                                    "micro-batch 1, bloom-176b needs tp 8 x pp 6 = 48 GPUs"));
+  CHECK_THAT(o.err, Catch::Contains("try --max-gpus 64"));
+}

@@ -355,6 +355,24 @@ FrameworkSetup framework_setup(const std::string& name, const std::string& preci
   return f;
 }
 
+// What would fit `g` when no layout up to `max_gpus` does: the smallest tensor x pipeline split
+// that fit finds with full recompute (the least memory), in words with the --max-gpus it needs.
+std::string what_would_fit(const ModelShape& m, const GpuSpec& g, const FrameworkSetup& fw, int max_gpus) {
+  TrainingSetup least = fw.training;
+  least.recompute = Recompute::full;
+  least.micro_batch = 1;
+  const FitResult f = smallest_training_split(m, least, kMemoryHeadroom * g.memory_bytes, 1, 8);
+  if (!f.fits)
+    return fmt::format("{}: no tensor x pipeline split of {} fits its {:.0f} GiB, even with full recompute and "
+                       "micro-batch 1", g.name, m.name, g.memory_bytes / kGiB);
+  int needed = 1;
+  while (needed < f.split.gpus()) needed *= 2;
+  return fmt::format("{}: nothing fits on up to {} GPUs; with full recompute and micro-batch 1, {} needs tp {} x pp {} "
+                     "= {} GPUs ({:.1f} GiB each of {:.0f}): try --max-gpus {}",
+                     g.name, max_gpus, m.name, f.split.tp, f.split.pp, f.split.gpus(), f.split.need.total() / kGiB,
+                     g.memory_bytes / kGiB, std::max(needed, 2 * max_gpus));
+}
+
 AdviseResult advise(const AdviseRequest& q) {
   const ModelShape& m = find_model(q.model);
   const FrameworkSetup fw = framework_setup(q.framework);
@@ -415,6 +433,8 @@ AdviseResult advise(const AdviseRequest& q) {
   for (AdviseRow& v : extra) finish(v);
   rows.insert(rows.end(), extra.begin(), extra.end());
   res.rows = std::move(rows);
+  if (res.fitting == 0)
+    for (const GpuSpec* g : gpus) res.what_would_fit.push_back(what_would_fit(m, *g, fw, q.max_gpus));
   return res;
 }
 

@@ -70,6 +70,9 @@ struct AdviseResult {
   std::size_t candidates = 0, fitting = 0;   // layouts built, and those that fit in memory
   std::string ranked_by;                     // "cost" or "time to train"
   std::vector<AdviseRow> rows;               // ranked layouts first, then the rest, then variants
+  // When no layout fits: per GPU, what would (the smallest tensor x pipeline split with full
+  // recompute that dtsim fit finds, and the --max-gpus it needs), in words.
+  std::vector<std::string> what_would_fit;
 };
 
 // Throws InputError on bad input (unknown model or GPU, a price for a GPU not asked for).

@@ -38,6 +38,10 @@ std::string layout_text(const AdviseRow& r) {
                      r.zero_stage);
 }
 
+// No layout fits the GPUs asked for: the table is empty and the status says so, as `dtsim run`'s
+// for a step that does not fit.
+constexpr int kExitNothingFits = 4;
+
 std::string money(double usd) { return std::isnan(usd) ? "" : fmt::format("{:.0f}", usd); }
 
 void print_text(const AdviseResult& res, double wall_s) {
@@ -165,7 +169,9 @@ int advise_command(int argc, char** argv) {
   if (vm.count("output")) save_advise_table(res, vm["output"].as<std::string>());
   if (vm.count("json")) print_json(res);
   else print_text(res, wall);
-  return 0;
+  if (res.fitting > 0) return 0;
+  for (const std::string& hint : res.what_would_fit) std::cerr << "dtsim advise: " << hint << "\n";
+  return kExitNothingFits;
 }
 
 }  // namespace dtsim
