@@ -393,3 +393,19 @@ TEST_CASE("advise with no layout that fits says what would, and exits 4", "[cli]
                                     "micro-batch 1, bloom-176b needs tp 8 x pp 6 = 48 GPUs"));
   CHECK_THAT(o.err, Catch::Contains("try --max-gpus 64"));
 }
+
+TEST_CASE("a scenario file names its model and machine; --template gives one that runs", "[cli]") {
+  const Outcome empty = run_dtsim("run " + write_file("empty.ini", ""));
+  CHECK(empty.status == 2);
+  CHECK_THAT(empty.err, Catch::Contains("has no [model] section") && Catch::Contains("dtsim run --template"));
+  const Outcome no_cluster = run_dtsim("run " + write_file("model-only.ini", "[model]\nname = llama3-8b\n"));
+  CHECK(no_cluster.status == 2);
+  CHECK_THAT(no_cluster.err, Catch::Contains("has no [cluster] section"));
+  const Outcome tmpl = run_dtsim("run --template");
+  REQUIRE(tmpl.status == 0);
+  CHECK_THAT(tmpl.out, Catch::Contains("[model]") && Catch::Contains("[cluster]"));
+  const Outcome ran = run_dtsim("run " + write_file("my.ini", tmpl.out));
+  CHECK(ran.status == 0);
+  CHECK_THAT(ran.out, Catch::Contains("llama3-8b on 2 x 8 (16 GPUs), TP 2 PP 2 DP 4"));
+  CHECK_THAT(ran.out, Catch::Contains("8 x 400 Gb/s infiniband NICs per node"));
+}

@@ -58,9 +58,9 @@ TEST_CASE("a sweep range near the 64-bit limit and an advise search beyond the G
 
 TEST_CASE("a run above the memory budget is refused before any work, with its estimate", "[hardening][cli]") {
   // A million GPUs: about 7 GiB of cluster graph and engine state, refused at once under 4 GiB.
-  refused("run " + kTiny + " --cluster.nodes=131072 --parallel.dp=524288 --training.global_batch=2097152 "
+  refused("run " + kTiny + " --cluster.nodes=131072 --parallel.dp=262144 --training.global_batch=524288 "
           "--max-memory 4",
-          "simulating 1048576 GPUs and about 0.00072 million ops needs about 7.02 GiB of memory, above the budget "
+          "simulating 1048576 GPUs and about 0.00036 million ops needs about 7.02 GiB of memory, above the budget "
           "of 4 GiB (--max-memory)");
   refused("run " + kTiny + " --max-memory 0.001", "above the budget of 0.001 GiB (--max-memory)");
   refused("run " + kTiny + " --max-memory -1", "--max-memory -1: must be a number of GiB from 0 to 1000000");

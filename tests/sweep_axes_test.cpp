@@ -82,7 +82,8 @@ TEST_CASE("the product varies the last axis fastest and zip pairs values", "[swe
 
 TEST_CASE("the sweep section gives axes and zip and the command line replaces an axis", "[sweep]") {
   const fs::path file = fs::temp_directory_path() / ("dtsim_sweep_axes_" + std::to_string(std::random_device{}()) + ".ini");
-  std::ofstream(file) << "[parallel]\ntp = 2\n\n[sweep]\nparallel.dp = 1,2\ncluster.nics_per_node = 1,2,4,8\nzip = false\n";
+  std::ofstream(file) << "[model]\nname = bloom-176b\n[cluster]\ngpu = A100-SXM4-80GB\n[parallel]\ntp = 2\n\n[sweep]\n"
+                        "parallel.dp = 1,2\ncluster.nics_per_node = 1,2,4,8\nzip = false\n";
   const std::vector<SweepLine> lines = read_sweep_section(file.string());
   REQUIRE(lines.size() == 3);
   CHECK(lines[0].key == "parallel.dp");

@@ -18,6 +18,7 @@
 #include "sim/trace/chrome_export.hpp"
 #include "sim/network/collective_bench.hpp"
 #include "sim/commands/fit_command.hpp"
+#include "sim/commands/scenario_template.hpp"
 #include "sim/base/json.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/base/nearest.hpp"
@@ -42,7 +43,7 @@ constexpr int kExitOutOfGpuMemory = 4;
 // command block is this text (CTest usage_doc).
 constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
-    "                 [--max-memory GIB]\n"
+    "                 [--max-memory GIB] | dtsim run --template\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
     "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
@@ -107,10 +108,15 @@ int run_command(int argc, char** argv) {
       "threads", po::value<int>()->default_value(0), "engine threads; 0 = all cores (results do not depend on it)")(
       "fold-tp", "simulate one rank per TP group for the whole group where the cluster is symmetric (same results)")(
       "max-memory", po::value<double>()->default_value(0),
-      "GiB one simulation may use; refused beyond it, with the estimate (0 = half of this machine's memory)");
+      "GiB one simulation may use; refused beyond it, with the estimate (0 = half of this machine's memory)")(
+      "template", "print an annotated starting scenario (dtsim run --template > my.ini) and exit");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
+    return 0;
+  }
+  if (cmd.vm.count("template")) {
+    std::cout << kScenarioTemplate;
     return 0;
   }
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);

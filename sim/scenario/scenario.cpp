@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "sim/base/error.hpp"
@@ -371,7 +372,18 @@ void store_file(const std::string& path, po::variables_map& vm, std::vector<Swee
     throw InputError(fmt::format("{}: not a regular file; give a scenario .ini file", path));
   std::ifstream file(path);
   if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
-  store_stream(file, path, vm, sweep_lines);
+  const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::istringstream in(text);
+  store_stream(in, path, vm, sweep_lines);  // unknown keys and bad lines first
+  // A file says what it simulates: no model or machine is taken from the built-in BLOOM unsaid.
+  for (const char* section : {"model", "cluster"}) {
+    const std::regex header(fmt::format(R"((^|\n)[ \t]*\[{}\][ \t]*(\r?\n|$))", section));
+    if (!std::regex_search(text, header))
+      throw InputError(fmt::format("{}: has no [{}] section: a scenario file names its model ([model] name) and its "
+                                   "machine ([cluster] gpu, nodes, gpus_per_node); 'dtsim run --template' prints "
+                                   "a starting scenario",
+                                   path, section));
+  }
 }
 
 // The built-in default scenario (no file) is scenarios/bloom-176b.ini: BLOOM-176B as BigScience
