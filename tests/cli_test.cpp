@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <regex>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -408,4 +409,36 @@ TEST_CASE("a scenario file names its model and machine; --template gives one tha
   CHECK(ran.status == 0);
   CHECK_THAT(ran.out, Catch::Contains("llama3-8b on 2 x 8 (16 GPUs), TP 2 PP 2 DP 4"));
   CHECK_THAT(ran.out, Catch::Contains("8 x 400 Gb/s infiniband NICs per node"));
+}
+
+TEST_CASE("export keeps only the ranks and the window asked for", "[cli][export]") {
+  const std::string trace = (scratch() / "pick.h5").string();
+  REQUIRE(run_dtsim("run " + scenario("tests/tiny-pipeline.ini") + " --output.trace_detail=full --output " + trace)
+              .status == 0);
+  const std::string all = (scratch() / "all.json").string(), picked = (scratch() / "picked.json").string();
+  REQUIRE(run_dtsim("export " + trace + " --chrome " + all).status == 0);
+  const Outcome o = run_dtsim("export " + trace + " --chrome " + picked + " --ranks 1,2-3 --window 0.001:0.002");
+  REQUIRE(o.status == 0);
+  const std::string whole = slurp(all), part = slurp(picked);
+  CHECK(part.size() < whole.size() / 4);
+  std::set<std::string> pids;
+  const std::regex pid("\"pid\": ([0-9]+)");
+  for (auto it = std::sregex_iterator(part.begin(), part.end(), pid); it != std::sregex_iterator(); ++it)
+    pids.insert((*it)[1]);
+  CHECK(pids == std::set<std::string>{"2", "3", "4"});  // pid = rank + 1
+  // Every op event overlaps 1-2 ms of the step.
+  const std::regex span("\"ts\": ([0-9.]+), \"dur\": ([0-9.]+)");
+  int events = 0;
+  for (auto it = std::sregex_iterator(part.begin(), part.end(), span); it != std::sregex_iterator(); ++it, ++events) {
+    const double ts = std::stod((*it)[1]), dur = std::stod((*it)[2]);
+    CHECK(ts + dur >= 1000 - 1e-3);
+    CHECK(ts <= 2000 + 1e-3);
+  }
+  CHECK(events > 0);
+  const Outcome bad_ranks = run_dtsim("export " + trace + " --chrome " + picked + " --ranks 3-1");
+  CHECK(bad_ranks.status == 2);
+  CHECK_THAT(bad_ranks.err, Catch::Contains("--ranks '3-1': the range '3-1' goes down"));
+  const Outcome bad_window = run_dtsim("export " + trace + " --chrome " + picked + " --window 2");
+  CHECK(bad_window.status == 2);
+  CHECK_THAT(bad_window.err, Catch::Contains("--window '2': no ':'"));
 }

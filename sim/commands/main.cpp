@@ -10,6 +10,7 @@
 #include <cmath>
 #include <fstream>
 #include <sstream>
+#include <tuple>
 #include <iostream>
 
 #include "sim/commands/advise_command.hpp"
@@ -53,7 +54,7 @@ constexpr const char* kUsage =
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
     "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
-    "       dtsim export TRACE.h5 --chrome OUT.json\n"
+    "       dtsim export TRACE.h5 --chrome OUT.json [--ranks 0,3,8-15] [--window START:END]\n"
     "       dtsim catalog models|gpus|links|frameworks\n"
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
     "                 [--mode inference|training] [--framework megatron-core] [--recompute full] [--zero N]\n"
@@ -291,7 +292,9 @@ int merge_command(int argc, char** argv) {
 int export_command(int argc, char** argv) {
   po::options_description own("dtsim export options");
   own.add_options()("help,h", "print this help")("trace", po::value<std::string>(), "dtsim HDF5 trace")(
-      "chrome", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE");
+      "chrome", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE")(
+      "ranks", po::value<std::string>(), "only these traced ranks: numbers and ranges, e.g. 0,3,8-15")(
+      "window", po::value<std::string>(), "only events overlapping START:END seconds of the step, e.g. 2.5:3");
   po::positional_options_description positional;
   positional.add("trace", 1);
   po::variables_map vm;
@@ -307,7 +310,10 @@ int export_command(int argc, char** argv) {
   if (!vm.count("trace")) throw InputError("dtsim export: give the trace file, e.g. dtsim export run.h5 --chrome run.json");
   if (!vm.count("chrome")) throw InputError("dtsim export: --chrome OUT.json is required (the only export format)");
   const std::string trace = vm["trace"].as<std::string>(), json = vm["chrome"].as<std::string>();
-  const ChromeExportCounts c = export_chrome_trace(trace, json);
+  ChromeExportFilter filter;
+  if (vm.count("ranks")) filter.ranks = parse_rank_list(vm["ranks"].as<std::string>());
+  if (vm.count("window")) std::tie(filter.start_ns, filter.end_ns) = parse_time_window(vm["window"].as<std::string>());
+  const ChromeExportCounts c = export_chrome_trace(trace, json, filter);
   std::cout << fmt::format("wrote {} from {}: {} op events, {} memory counters, {} metadata events\n", json, trace,
                            c.op_events, c.counter_events, c.metadata_events);
   return 0;

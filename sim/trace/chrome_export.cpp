@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <iterator>
 #include <map>
@@ -14,6 +16,7 @@
 
 #include "sim/base/error.hpp"
 #include "sim/base/json.hpp"
+#include "sim/base/limits.hpp"
 #include "sim/base/safe_write.hpp"
 #include "sim/base/units.hpp"
 #include "workloads/program.hpp"
@@ -75,8 +78,69 @@ struct fmt::formatter<dtsim::Micros> : fmt::formatter<std::string_view> {
 
 namespace dtsim {
 
-ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::string& source, std::ostream& out) {
+std::set<int> parse_rank_list(const std::string& text) {
+  std::set<int> ranks;
+  const auto bad = [&](const std::string& why) {
+    return InputError(fmt::format("--ranks '{}': {}; give ranks and ranges, e.g. 0,3,8-15", text, why));
+  };
+  const auto number = [&](const std::string& item) {
+    std::size_t used = 0;
+    long value = -1;
+    try {
+      value = std::stol(item, &used);
+    } catch (const std::exception&) {
+      throw bad(fmt::format("'{}' is not a rank number", item));
+    }
+    if (used != item.size() || value < 0 || value >= limits::kMaxGpus)
+      throw bad(fmt::format("'{}' is not a rank from 0 to {}", item, limits::kMaxGpus - 1));
+    return static_cast<int>(value);
+  };
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    if (item.empty()) throw bad("an empty item");
+    const std::size_t dash = item.find('-', 1);
+    const int first = number(item.substr(0, dash)), last = dash == std::string::npos ? first : number(item.substr(dash + 1));
+    if (last < first) throw bad(fmt::format("the range '{}' goes down", item));
+    if (ranks.size() + static_cast<std::size_t>(last - first) + 1 > static_cast<std::size_t>(limits::kMaxGpus))
+      throw bad(fmt::format("more than {} ranks", limits::kMaxGpus));
+    for (int r = first; r <= last; ++r) ranks.insert(r);
+    at = comma + 1;
+  }
+  return ranks;
+}
+
+std::pair<TimeNs, TimeNs> parse_time_window(const std::string& text) {
+  const std::size_t colon = text.find(':');
+  const auto bad = [&](const std::string& why) {
+    return InputError(fmt::format("--window '{}': {}; give START:END in seconds of the step, e.g. 2.5:3 (either side "
+                                  "may be left empty)", text, why));
+  };
+  if (colon == std::string::npos) throw bad("no ':'");
+  const auto seconds = [&](const std::string& item, TimeNs otherwise) {
+    if (item.empty()) return otherwise;
+    std::size_t used = 0;
+    double value = -1;
+    try {
+      value = std::stod(item, &used);
+    } catch (const std::exception&) {
+      throw bad(fmt::format("'{}' is not a number of seconds", item));
+    }
+    if (used != item.size() || !(value >= 0) || value > 1e9) throw bad(fmt::format("'{}' is not from 0 to 1e9 s", item));
+    return static_cast<TimeNs>(std::llround(value * 1e9));
+  };
+  const TimeNs start = seconds(text.substr(0, colon), 0);
+  const TimeNs end = seconds(text.substr(colon + 1), std::numeric_limits<TimeNs>::max());
+  if (end <= start) throw bad("END must be after START");
+  return {start, end};
+}
+
+ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::string& source, std::ostream& out,
+                                      const ChromeExportFilter& filter) {
   ChromeExportCounts counts;
+  const auto wanted = [&](int rank) { return filter.ranks.empty() || filter.ranks.count(rank) > 0; };
+  const auto in_window = [&](TimeNs start, TimeNs end) { return end >= filter.start_ns && start <= filter.end_ns; };
   std::map<int, const RankRecord*> ranks;
   for (const RankRecord& r : trace.ranks) ranks[r.rank] = &r;
   std::set<int> traced;
@@ -89,6 +153,7 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
                                    "(stream {}, category {}, op {}, phase {}, end {} ns)",
                                    source, e.rank, e.start_ns, e.stream, e.category, e.op, e.phase, e.end_ns));
     }
+    if (!wanted(e.rank) || !in_window(e.start_ns, e.end_ns)) continue;
     traced.insert(e.rank);
     threads.insert({e.rank, e.stream});
   }
@@ -96,7 +161,7 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
     if (!ranks.count(m.rank) || m.time_ns < 0)
       throw InputError(fmt::format("trace file '{}': /memory row of rank {} at {} ns is out of range", source, m.rank,
                                    m.time_ns));
-    traced.insert(m.rank);
+    if (wanted(m.rank) && in_window(m.time_ns, m.time_ns)) traced.insert(m.rank);
   }
 
   Writer w(out);
@@ -122,6 +187,7 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
     counts.metadata_events += 2;
   }
   for (const EventRecord& e : trace.events) {
+    if (!wanted(e.rank) || !in_window(e.start_ns, e.end_ns)) continue;
     w.item(R"j({{"ph": "X", "name": "{}", "cat": "{}", "cname": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, )j"
            R"j("args": {{"phase": "{}", "layer": {}, "micro_batch": {}, "flops": {}, "bytes": {}}}}})j",
            op_kind_name(static_cast<OpKind>(e.op)), kCategories[e.category], kColours[e.category], pid(e.rank),
@@ -130,6 +196,7 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
     ++counts.op_events;
   }
   for (const MemoryRecord& m : trace.memory) {
+    if (!wanted(m.rank) || !in_window(m.time_ns, m.time_ns)) continue;
     w.item(R"j({{"ph": "C", "name": "memory GiB", "pid": {}, "ts": {}, "args": {{"weights": {:.6f}, )j"
            R"j("gradients": {:.6f}, "optimizer": {:.6f}, "activations": {:.6f}, "buffers": {:.6f}}}}})j",
            pid(m.rank), Micros{m.time_ns}, JsonNumber{m.weights / kGiB}, JsonNumber{m.gradients / kGiB},
@@ -141,10 +208,11 @@ ChromeExportCounts write_chrome_trace(const TraceContents& trace, const std::str
   return counts;
 }
 
-ChromeExportCounts export_chrome_trace(const std::string& trace_path, const std::string& json_path) {
+ChromeExportCounts export_chrome_trace(const std::string& trace_path, const std::string& json_path,
+                                       const ChromeExportFilter& filter) {
   const TraceContents trace = read_trace(trace_path);
   TempTextFile out(json_path, "--chrome " + json_path);
-  const ChromeExportCounts counts = write_chrome_trace(trace, trace_path, out.stream());
+  const ChromeExportCounts counts = write_chrome_trace(trace, trace_path, out.stream(), filter);
   out.commit();
   return counts;
 }
