@@ -31,7 +31,12 @@ inline std::string json_escape(const std::string& text) {
 }
 
 // `text` as a JSON string literal, quotes included.
-inline std::string json_string(const std::string& text) { return "\"" + json_escape(text) + "\""; }
+inline std::string json_string(const std::string& text) {
+  std::string out(1, '"');  // built by appending: GCC 12 warns falsely on "\"" + std::string&& (PR 105651)
+  out += json_escape(text);
+  out += '"';
+  return out;
+}
 
 // A number for a JSON document: formatted as the double (with the format spec given), or null
 // when it is NaN or infinite.

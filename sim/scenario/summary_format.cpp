@@ -2,6 +2,7 @@
 #include "sim/scenario/summary_format.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -39,12 +40,9 @@ std::string stage_text(const ParallelPlan& p, const StageBalance& b) {
   std::string out = fmt::format("  stages (busy)      {:.3g}-{:.3g} s; slowest stage {} of {} ({} layers), {:+.0f} % over "
                                 "the median stage\n", *low, *high, b.slowest, p.pp, p.stage_layers[b.slowest],
                                 100 * b.spread);
-  if (!b.balanced.empty()) {
-    std::string split;
-    for (int n : b.balanced) split += (split.empty() ? "" : ",") + std::to_string(n);
+  if (!b.balanced.empty())
     out += fmt::format("  try                --parallel.stage_layers={} (the split with the shortest slowest stage, "
-                       "estimated from these stage times)\n", split);
-  }
+                       "estimated from these stage times)\n", fmt::join(b.balanced, ","));
   return out;
 }
 

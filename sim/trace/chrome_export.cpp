@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -78,22 +79,31 @@ struct fmt::formatter<dtsim::Micros> : fmt::formatter<std::string_view> {
 
 namespace dtsim {
 
+namespace {
+
+// `item` read whole as a number, or nothing (empty, trailing characters, not finite).
+std::optional<double> whole_number(const std::string& item) {
+  std::size_t used = 0;
+  try {
+    const double value = std::stod(item, &used);
+    if (used == item.size() && std::isfinite(value)) return value;
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::set<int> parse_rank_list(const std::string& text) {
   std::set<int> ranks;
   const auto bad = [&](const std::string& why) {
     return InputError(fmt::format("--ranks '{}': {}; give ranks and ranges, e.g. 0,3,8-15", text, why));
   };
-  const auto number = [&](const std::string& item) {
-    std::size_t used = 0;
-    long value = -1;
-    try {
-      value = std::stol(item, &used);
-    } catch (const std::exception&) {
-      throw bad(fmt::format("'{}' is not a rank number", item));
-    }
-    if (used != item.size() || value < 0 || value >= limits::kMaxGpus)
+  const auto rank = [&](const std::string& item) {
+    const std::optional<double> value = whole_number(item);
+    if (!value || *value != std::floor(*value) || *value < 0 || *value >= limits::kMaxGpus)
       throw bad(fmt::format("'{}' is not a rank from 0 to {}", item, limits::kMaxGpus - 1));
-    return static_cast<int>(value);
+    return static_cast<int>(*value);
   };
   std::size_t at = 0;
   while (at <= text.size()) {
@@ -101,7 +111,7 @@ std::set<int> parse_rank_list(const std::string& text) {
     const std::string item = text.substr(at, comma - at);
     if (item.empty()) throw bad("an empty item");
     const std::size_t dash = item.find('-', 1);
-    const int first = number(item.substr(0, dash)), last = dash == std::string::npos ? first : number(item.substr(dash + 1));
+    const int first = rank(item.substr(0, dash)), last = dash == std::string::npos ? first : rank(item.substr(dash + 1));
     if (last < first) throw bad(fmt::format("the range '{}' goes down", item));
     if (ranks.size() + static_cast<std::size_t>(last - first) + 1 > static_cast<std::size_t>(limits::kMaxGpus))
       throw bad(fmt::format("more than {} ranks", limits::kMaxGpus));
@@ -120,15 +130,9 @@ std::pair<TimeNs, TimeNs> parse_time_window(const std::string& text) {
   if (colon == std::string::npos) throw bad("no ':'");
   const auto seconds = [&](const std::string& item, TimeNs otherwise) {
     if (item.empty()) return otherwise;
-    std::size_t used = 0;
-    double value = -1;
-    try {
-      value = std::stod(item, &used);
-    } catch (const std::exception&) {
-      throw bad(fmt::format("'{}' is not a number of seconds", item));
-    }
-    if (used != item.size() || !(value >= 0) || value > 1e9) throw bad(fmt::format("'{}' is not from 0 to 1e9 s", item));
-    return static_cast<TimeNs>(std::llround(value * 1e9));
+    const std::optional<double> value = whole_number(item);
+    if (!value || *value < 0 || *value > 1e9) throw bad(fmt::format("'{}' is not a number of seconds from 0 to 1e9", item));
+    return static_cast<TimeNs>(std::llround(*value * 1e9));
   };
   const TimeNs start = seconds(text.substr(0, colon), 0);
   const TimeNs end = seconds(text.substr(colon + 1), std::numeric_limits<TimeNs>::max());
