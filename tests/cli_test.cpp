@@ -203,7 +203,7 @@ TEST_CASE("dtsim validate builds rows as scenarios and lists the rest as skipped
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("\"run_id\": \"tiny\", \"source_id\": \"TEST\", \"built\": true"));
   CHECK_THAT(o.out, Catch::Contains("\"run_id\": \"sp\", \"source_id\": \"TEST\", \"built\": true"));
-  CHECK_THAT(o.out, Catch::Contains("context parallelism is not modelled yet"));
+  CHECK_THAT(o.out, Catch::Contains("\"run_id\": \"cp\", \"source_id\": \"TEST\", \"built\": true"));
   CHECK_THAT(o.out, !Catch::Contains("\"other\""));
   CHECK_THAT(o.out, Catch::Contains("\"median_abs_error_pct\":"));
   const Outcome missing = run_dtsim("validate " + write_file("bad.csv", "run_id,source_id\nx,y\n"));

@@ -34,6 +34,7 @@ struct Layout {
   Recompute recompute;
   int zero = -1;  // -1: the profile's
   int ep = 1;
+  int cp = 1;
 };
 
 // The model the [model] lines describe (a one-GPU scenario of them).
@@ -48,7 +49,7 @@ ModelShape shape_of(const std::string& model) {
 // The layout as `dtsim run` takes it, with the stage split fit assumes (memory_fit's stage_split).
 std::string scenario_text(const Layout& l) {
   const ModelShape m = shape_of(l.model);
-  const int gpus = l.tp * l.pp * l.dp;
+  const int gpus = l.tp * l.pp * l.dp * l.cp;
   std::string stages = "auto";
   const StageSplit split = stage_split(m, l.pp);
   if (split.uneven) {
@@ -57,10 +58,10 @@ std::string scenario_text(const Layout& l) {
   }
   return fmt::format(
       "[model]\n{}\n[training]\nframework = {}\nglobal_batch = {}\nmicro_batch = {}\nrecompute = {}\n"
-      "[parallel]\ntp = {}\npp = {}\ndp = {}\nep = {}\nstage_layers = {}\n{}"
+      "[parallel]\ntp = {}\npp = {}\ndp = {}\nep = {}\ncp = {}\nstage_layers = {}\n{}"
       "[cluster]\ngpu = H100-SXM5-80GB\nnodes = {}\ngpus_per_node = {}\n[output]\ntrace_detail = summary\n",
       l.model, l.framework, l.micro_batch * l.dp * l.micro_batches, l.micro_batch, recompute_name(l.recompute), l.tp,
-      l.pp, l.dp, l.ep, stages, l.zero >= 0 ? fmt::format("zero_stage = {}\n", l.zero) : "", std::max(1, gpus / 8),
+      l.pp, l.dp, l.ep, l.cp, stages, l.zero >= 0 ? fmt::format("zero_stage = {}\n", l.zero) : "", std::max(1, gpus / 8),
       std::min(gpus, 8));
 }
 
@@ -77,13 +78,15 @@ TEST_CASE("fit's training memory is the peak run simulates for the layout", "[fi
       {"MoE with EP, standard attention", moe, "megatron-lm-2022", 2, 1, 4, 2, 2, Recompute::none, 0, 2},
       {"uneven stages, full recompute", "name = gpt-1.7b", "megatron-lm-2021", 1, 5, 1, 2, 8, Recompute::full},
       {"ZeRO-3 (FSDP)", "name = llama2-7b", "torchtitan", 1, 1, 8, 1, 2, Recompute::none},
+      {"context parallel (p2p ring), distributed optimizer", "name = llama3-8b", "megatron-core", 2, 2, 2, 1, 4,
+       Recompute::none, -1, 1, 4},
   };
   for (const Layout& l : layouts) {
     Scenario sc = load_scenario_text(scenario_text(l), l.what, cli({}));
     const double simulated = run_scenario(sc, "", 1, true).summary.peak_memory_gib;
     TrainingSetup s = framework_setup(l.framework).training;
     s.seq_len = sc.model.seq_len, s.micro_batch = l.micro_batch, s.recompute = l.recompute;
-    s.micro_batches = l.micro_batches, s.ep = l.ep;
+    s.micro_batches = l.micro_batches, s.ep = l.ep, s.cp = l.cp;
     if (l.zero >= 0) s.zero_stage = l.zero;
     // The simulation leaves out the runtime overhead that fit adds.
     const double fit = (training_memory(sc.model, s, l.tp, l.pp, l.dp).total() - kRuntimeOverheadBytes) / kGiB;

@@ -30,14 +30,18 @@ OpSpec LayerOps::elementwise(OpKind kind, double bytes, double backward_bytes, d
   return s;
 }
 
-OpSpec LayerOps::tp_collective(OpKind kind, CommKind comm, double bytes) const {
+OpSpec LayerOps::collective(OpKind kind, Stream stream, Group group, CommKind comm, double bytes) {
   OpSpec s;
   s.kind = kind;
-  s.stream = Stream::tp;
+  s.stream = stream;
   s.comm = comm;
-  s.group = Group::tp;
+  s.group = group;
   s.bytes = bytes;
   return s;
+}
+
+OpSpec LayerOps::tp_collective(OpKind kind, CommKind comm, double bytes) const {
+  return collective(kind, Stream::tp, Group::tp, comm, bytes);
 }
 
 // Fused layer norm on the (sequence-parallel) tokens: reads x, writes y; backward reads x and
@@ -111,11 +115,15 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     }
   }
   if (fused_attention(plan_.attention)) {
-    OpSpec fa = gemm(OpKind::flash_attention, s, s, d_qk, b * heads);
-    fa.flops = 2 * b * heads * s * s * (d_qk + d_v);
-    fa.bytes = e() * T * (q_n + k_n + v_n + o_n);
+    // With context parallelism the rank's queries (T of the b s tokens) meet every key: it reads
+    // all keys and values, and keeps only its own with the log-sum-exp of its queries.
+    OpSpec fa = gemm(OpKind::flash_attention, s / plan_.cp, s, d_qk, b * heads);
+    fa.flops = 2 * b * heads * (s / plan_.cp) * s * (d_qk + d_v);
+    fa.bytes = e() * (T * (q_n + o_n) + b * s * (k_n + v_n));
     fa.backward_bytes = 2.5 * fa.bytes;
-    keep(fa, e() * T * (q_n + k_n + v_n) + 4 * b * heads * s);  // Q, K, V and the log-sum-exp
+    fa.saved = e() * T * (q_n + k_n + v_n) + 4 * b * heads * (s / plan_.cp);  // Q, K, V and the log-sum-exp
+    if (plan_.cp == 1) ops.push_back(fa);
+    else for (const OpSpec& op : cp_attention_forward(fa, e() * b * s * (k_n + v_n))) ops.push_back(op);
   } else {
     keep(gemm(OpKind::attn_scores, s, s, d_qk, b * heads), e() * T * (q_n + k_n));  // Q and K
     core(elementwise(OpKind::softmax, 2 * e() * scores, 3 * e() * scores, 5 * scores), e() * scores);
@@ -227,6 +235,11 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
       OpSpec op = *it;
       op.saved = 0;
       ops.push_back(op);
+      continue;
+    }
+    if (it->kind == OpKind::cp_kv_all_gather) continue;  // part of the CP attention's backward
+    if (plan_.cp > 1 && it->kind == OpKind::flash_attention) {
+      if (it->cp_attention_end) cp_attention_backward(*it, ops);
       continue;
     }
     if (it->comm != CommKind::none) {

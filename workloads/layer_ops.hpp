@@ -35,7 +35,8 @@ class LayerOps {
 
   // Activation bytes a full-recompute checkpoint keeps: the layer input.
   double checkpoint_bytes() const;
-  double tokens() const { return static_cast<double>(plan_.micro_batch) * model_.seq_len; }
+  // Tokens of a micro-batch on one rank: with context parallelism its share of each sequence.
+  double tokens() const { return static_cast<double>(plan_.micro_batch) * model_.seq_len / plan_.cp; }
   // Tokens of the sequence-parallel region on one rank (all tokens without SP).
   double sharded_tokens() const { return plan_.sequence_parallel ? tokens() / plan_.tp : tokens(); }
 
@@ -45,6 +46,7 @@ class LayerOps {
   OpSpec gemm(OpKind kind, double m, double n, double k, double batch = 1) const;
   void column_parallel_backward(const OpSpec& forward, std::vector<OpSpec>& ops) const;
   OpSpec elementwise(OpKind kind, double bytes, double backward_bytes, double flops) const;
+  static OpSpec collective(OpKind kind, Stream stream, Group group, CommKind comm, double bytes);
   OpSpec tp_collective(OpKind kind, CommKind comm, double bytes) const;
   OpSpec layernorm(OpKind kind) const;
   // The collective entering a column-parallel region (SP all-gather) or leaving a row-parallel
@@ -57,6 +59,12 @@ class LayerOps {
   // shared experts, with what they keep (moe_ops.cpp).
   std::vector<OpSpec> moe_mlp() const;
   OpSpec ep_all_to_all(OpKind kind, double bytes) const;
+  // Fused attention with context parallelism (cp_attention.cpp): `whole`, this rank's attention
+  // over every key, with the exchange of the other ranks' keys and values (forward) or the
+  // backward kernels with the keys and values exchanged again and their gradients reduced.
+  std::vector<OpSpec> cp_attention_forward(const OpSpec& whole, double kv_bytes) const;
+  void cp_attention_backward(const OpSpec& end, std::vector<OpSpec>& ops) const;
+  static OpSpec cp_exchange(OpKind kind, CommKind comm, double bytes, bool async);
 
   const ModelShape& model_;
   const ParallelPlan& plan_;

@@ -63,7 +63,7 @@ StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
     params += m.head_params() + m.final_norm_params() +
               (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
   params /= p.tp;
-  const double experts = layers.experts / p.tp, dp = p.dp, edp = p.expert_dp(), e = p.weight_bytes;
+  const double experts = layers.experts / p.tp, dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
   const auto share = [&](double per_param, int zero) {
     return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
   };
@@ -97,7 +97,7 @@ ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const Layer
   if (stage == 0 && chunk == 0) c.embedding = kept(ops.embedding_forward());
   if (stage == p.pp - 1 && chunk == p.virtual_stages - 1) c.head = kept(ops.head_forward());
   // FSDP gathers a layer and prefetches the next: two at once (StageBuilder::gather_layer).
-  if (p.zero_stage >= 3 && p.dp > 1) c.gathered = std::min(2, count) * p.weight_bytes * m.params_per_layer() / p.tp;
+  if (p.zero_stage >= 3 && p.grad_ranks() > 1) c.gathered = std::min(2, count) * p.weight_bytes * m.params_per_layer() / p.tp;
   return c;
 }
 
@@ -224,7 +224,7 @@ StageSplit stage_split(const ModelShape& m, int pp) {
 
 ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp) {
   ParallelPlan p;
-  p.tp = tp, p.pp = pp, p.dp = dp, p.ep = s.ep;
+  p.tp = tp, p.pp = pp, p.dp = dp, p.ep = s.ep, p.cp = s.cp;
   p.micro_batch = s.micro_batch;
   p.global_batch = (s.micro_batches > 0 ? s.micro_batches : pp) * s.micro_batch * dp;
   p.zero_stage = s.zero_stage, p.recompute = s.recompute;
@@ -252,20 +252,22 @@ MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int 
   MemoryNeed n;
   const std::string where = pp > 1 ? fmt::format(" (stage {} of {}, {} layers)", stage, pp, p.stage_layers[stage]) : "";
   const std::string experts = m.is_moe() ? fmt::format("; routed experts / ep = {}", s.ep) : "";
+  const std::string over = p.cp > 1 ? " x dp x cp" : " x dp";  // the ranks ZeRO shards over
   n.items.push_back({"weights", state.weights,
-                     fmt::format("bf16, / tp{}{}{}", p.zero_stage >= 3 ? " x dp (ZeRO-3)" : "", experts, where)});
+                     fmt::format("bf16, / tp{}{}{}", p.zero_stage >= 3 ? over + " (ZeRO-3)" : "", experts, where)});
   n.items.push_back({"gradients", state.gradients,
-                     fmt::format("bf16, / tp{}{}", p.zero_stage >= 2 ? " x dp (ZeRO-2)" : "", experts)});
+                     fmt::format("bf16, / tp{}{}", p.zero_stage >= 2 ? over + " (ZeRO-2)" : "", experts)});
   n.items.push_back({"optimizer", state.optimizer,
                      fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / tp{}{}",
-                                 p.zero_stage >= 1 ? " x dp (ZeRO-1)" : "", experts)});
+                                 p.zero_stage >= 1 ? over + " (ZeRO-1)" : "", experts)});
   n.items.push_back({"activations", peak.activations,
                      fmt::format("what each kernel keeps ({} attention, dropout {}, {}recompute {}): {} micro-batch(es) "
-                                 "in flight (1F1B){}", attention_name(p.attention), p.dropout ? "on" : "off",
+                                 "in flight (1F1B){}{}", attention_name(p.attention), p.dropout ? "on" : "off",
                                  p.sequence_parallel ? "sequence parallel, " : "", recompute_name(p.recompute),
-                                 peak.in_flight, p.recompute == Recompute::none ? "" : " + the layer being recomputed")});
+                                 peak.in_flight, p.recompute == Recompute::none ? "" : " + the layer being recomputed",
+                                 p.cp > 1 ? fmt::format("; 1/{} of each sequence (context parallel)", p.cp) : "")});
   n.items.push_back({"buffers", peak.buffers,
-                     p.zero_stage >= 3 && dp > 1 ? "ZeRO-3: a layer's parameters gathered and the next prefetched"
+                     p.zero_stage >= 3 && p.grad_ranks() > 1 ? "ZeRO-3: a layer's parameters gathered and the next prefetched"
                                                  : "none (ZeRO-3 gathers only)"});
   n.items.push_back({"overhead", kRuntimeOverheadBytes, "CUDA context, kernels, cuBLAS/NCCL workspaces (1 GiB)"});
   return n;
@@ -280,7 +282,7 @@ FitResult smallest_inference_split(const ModelShape& m, const InferenceSetup& s,
 FitResult smallest_training_split(const ModelShape& m, const TrainingSetup& s, double capacity, int dp,
                                   int gpus_per_node) {
   return smallest_split(m, capacity, gpus_per_node, [&](int tp, int pp) {
-    return Split{tp, pp, dp, training_memory(m, s, tp, pp, dp)};
+    return Split{tp, pp, dp, training_memory(m, s, tp, pp, dp), s.cp};
   });
 }
 

@@ -57,6 +57,7 @@ struct TrainingSetup {
   bool sequence_parallel = false;  // Megatron SP on every split with tp > 1
   int micro_batches = 0;  // per step; 0 = pp (a full 1F1B pipeline)
   int ep = 1;             // expert parallelism (MoE): routed experts / ep per GPU, their state / (dp / ep)
+  int cp = 1;             // context parallelism: each rank keeps its 1/cp of every sequence; state / (dp x cp)
   Attention attention = Attention::standard;
   bool dropout = true;
   bool fused_kernels = true;
@@ -80,7 +81,8 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
 struct Split {
   int tp = 1, pp = 1, dp = 1;
   MemoryNeed need;  // per GPU
-  int gpus() const { return tp * pp * dp; }
+  int cp = 1;       // context-parallel ranks per sequence (training)
+  int gpus() const { return tp * pp * dp * cp; }
 };
 
 // Inference on tp x pp GPUs (pp = 1, tp = 1: the whole model on one GPU).

@@ -20,6 +20,12 @@ struct OpSpec {
   // A communication op that runs on its stream while the next compute op runs; the compute op
   // after that waits for it (Megatron's asynchronous TP communication in the backward pass).
   bool async = false;
+  // Context parallelism: the attention op that closes the block of a layer's context-parallel
+  // attention (the last K/V chunk's attention with p2p, the whole attention with all_gather);
+  // cp_whole_flops and cp_whole_bytes are the whole attention's and cp_kv_bytes the keys and
+  // values of the whole sequence on this TP rank, from which the backward is built.
+  bool cp_attention_end = false;
+  double cp_whole_flops = 0, cp_whole_bytes = 0, cp_kv_bytes = 0;
 };
 
 }  // namespace dtsim

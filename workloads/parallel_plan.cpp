@@ -1,4 +1,4 @@
-// Rank <-> (dp, tp, pp) coordinates and the consistency checks of a parallel layout.
+// Rank <-> (tp, cp, dp, pp) coordinates and the consistency checks of a parallel layout.
 #include "workloads/parallel_plan.hpp"
 
 #include <fmt/format.h>
@@ -50,50 +50,61 @@ std::string_view attention_name(Attention a) {
   return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
 }
 bool fused_attention(Attention a) { return a != Attention::standard; }
+CpComm parse_cp_comm(std::string_view text, std::string_view key) {
+  if (text == "p2p") return CpComm::p2p;
+  if (text == "all_gather") return CpComm::all_gather;
+  throw InputError(fmt::format("{} = '{}': valid values are p2p, all_gather", key, text));
+}
+std::string_view cp_comm_name(CpComm c) { return c == CpComm::p2p ? "p2p" : "all_gather"; }
 std::string_view grad_accumulation_name(GradAccumulation g) {
   return g == GradAccumulation::fused ? "fused" : g == GradAccumulation::separate ? "separate" : "fp32_buffer";
 }
 
-std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key) {
-  std::array<char, 3> order{};
+std::array<char, 4> parse_rank_order(std::string_view text, std::string_view key) {
+  const auto invalid = [&] {
+    return InputError(fmt::format("{} = '{}': give tp, cp, dp and pp once each, innermost first (e.g. tp,cp,dp,pp; "
+                                  "without cp, it goes right outside tp)", key, text));
+  };
+  std::array<char, 4> order{};
   int n = 0;
   std::size_t pos = 0;
-  while (pos <= text.size() && n <= 3) {
-    std::size_t comma = text.find(',', pos);
-    std::string_view part = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
-    char dim = part == "tp" ? 't' : part == "dp" ? 'd' : part == "pp" ? 'p' : '?';
-    if (dim == '?' || n == 3)
-      throw InputError(fmt::format("{} = '{}': give tp, dp and pp once each, innermost first (e.g. tp,dp,pp)", key, text));
+  while (pos <= text.size()) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string_view part = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    const char dim = part == "tp" ? 't' : part == "cp" ? 'c' : part == "dp" ? 'd' : part == "pp" ? 'p' : '?';
+    if (dim == '?' || n == 4 || std::find(order.begin(), order.begin() + n, dim) != order.begin() + n) throw invalid();
     order[n++] = dim;
     if (comma == std::string_view::npos) break;
     pos = comma + 1;
   }
-  if (n != 3 || order[0] == order[1] || order[1] == order[2] || order[0] == order[2])
-    throw InputError(fmt::format("{} = '{}': give tp, dp and pp once each, innermost first (e.g. tp,dp,pp)", key, text));
+  if (n == 3 && std::find(order.begin(), order.begin() + 3, 'c') == order.begin() + 3) {
+    const auto t = std::find(order.begin(), order.begin() + 3, 't');
+    std::copy_backward(t + 1, order.begin() + 3, order.end());
+    *(t + 1) = 'c';
+    n = 4;
+  }
+  if (n != 4) throw invalid();
   return order;
 }
 
 namespace {
-int size_of(const ParallelPlan& p, char dim) { return dim == 't' ? p.tp : dim == 'd' ? p.dp : p.pp; }
+int size_of(const ParallelPlan& p, char dim) { return dim == 't' ? p.tp : dim == 'c' ? p.cp : dim == 'd' ? p.dp : p.pp; }
+int& coord_of(RankCoords& c, char dim) { return dim == 't' ? c.tp : dim == 'c' ? c.cp : dim == 'd' ? c.dp : c.pp; }
 }  // namespace
 
 RankCoords ParallelPlan::coords(int rank) const {
   RankCoords c;
   for (char dim : order) {
     const int size = size_of(*this, dim);
-    const int v = rank % size;
+    coord_of(c, dim) = rank % size;
     rank /= size;
-    (dim == 't' ? c.tp : dim == 'd' ? c.dp : c.pp) = v;
   }
   return c;
 }
 
 int ParallelPlan::rank_of(RankCoords c) const {
   int rank = 0;
-  for (int i = 2; i >= 0; --i) {
-    const char dim = order[i];
-    rank = rank * size_of(*this, dim) + (dim == 't' ? c.tp : dim == 'd' ? c.dp : c.pp);
-  }
+  for (int i = 3; i >= 0; --i) rank = rank * size_of(*this, order[i]) + coord_of(c, order[i]);
   return rank;
 }
 
@@ -144,6 +155,19 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
 
 }  // namespace
 
+// parallel.cp against the sequence and the attention kernel.
+void validate_context_parallel(const ParallelPlan& plan, const ModelShape& model, std::string_view key) {
+  if (plan.cp == 1) return;
+  if (model.seq_len % (2 * plan.cp) != 0)
+    throw InputError(fmt::format("{} = {}: the sequence length {} must be a multiple of 2 x cp = {} (every "
+                                 "context-parallel rank holds two of the sequence's 2 cp equal chunks)",
+                                 key, plan.cp, model.seq_len, 2 * plan.cp));
+  if (!fused_attention(plan.attention))
+    throw InputError(fmt::format("{} = {} needs flash attention (training.attention = flash): context parallelism "
+                                 "runs on fused attention kernels (Megatron-Core and Transformer Engine require them)",
+                                 key, plan.cp));
+}
+
 void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   auto positive = [](int v, const char* key) {
     if (v < 1) throw InputError(fmt::format("{} = {}: must be >= 1", key, v));
@@ -151,17 +175,21 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   positive(plan.tp, "parallel.tp");
   positive(plan.pp, "parallel.pp");
   positive(plan.dp, "parallel.dp");
+  positive(plan.cp, "parallel.cp");
   positive(plan.micro_batch, "training.micro_batch");
   positive(plan.global_batch, "training.global_batch");
   // Products in 64 bits: each size may be up to the GPU limit, their product far beyond int.
-  const std::int64_t ranks = std::int64_t{plan.tp} * plan.pp * plan.dp;
+  const std::int64_t ranks = std::int64_t{plan.tp} * plan.cp * plan.pp * plan.dp;
+  const std::string product =
+      plan.cp == 1 ? fmt::format("parallel.tp x parallel.pp x parallel.dp = {} x {} x {} = {}", plan.tp, plan.pp, plan.dp, ranks)
+                   : fmt::format("parallel.tp x parallel.cp x parallel.pp x parallel.dp = {} x {} x {} x {} = {}", plan.tp,
+                                 plan.cp, plan.pp, plan.dp, ranks);
   if (ranks > limits::kMaxGpus)
-    throw InputError(fmt::format("parallel.tp x parallel.pp x parallel.dp = {} x {} x {} = {}: at most {} GPUs can "
-                                 "be simulated", plan.tp, plan.pp, plan.dp, ranks, limits::kMaxGpus));
+    throw InputError(fmt::format("{}: at most {} GPUs can be simulated", product, limits::kMaxGpus));
   if (ranks != num_gpus)
-    throw InputError(fmt::format(
-        "parallel.tp x parallel.pp x parallel.dp = {} x {} x {} = {}, but the cluster has {} GPUs; "
-        "the product must equal the number of GPUs", plan.tp, plan.pp, plan.dp, ranks, num_gpus));
+    throw InputError(fmt::format("{}, but the cluster has {} GPUs; the product must equal the number of GPUs", product,
+                                 num_gpus));
+  validate_context_parallel(plan, model, "parallel.cp");
   if (model.heads % plan.tp != 0)
     throw InputError(fmt::format("parallel.tp = {}: model.heads = {} is not divisible by it", plan.tp, model.heads));
   if (model.kv_heads_or_heads() % plan.tp != 0 && plan.tp % model.kv_heads_or_heads() != 0)

@@ -1,4 +1,4 @@
-// The parallel layout and training setup of a job: TP x PP x DP (and EP within DP), micro-batches, pipeline stage
+// The parallel layout and training setup of a job: TP x CP x PP x DP (and EP within DP), micro-batches, pipeline stage
 // sizes and schedule, sequence parallelism, ZeRO stage / FSDP, DP overlap, recomputation,
 // attention kernel, precision, and the mapping of ranks onto GPUs.
 #pragma once
@@ -32,17 +32,28 @@ Recompute parse_recompute(std::string_view text, std::string_view key);
 Schedule parse_schedule(std::string_view text, std::string_view key);
 Attention parse_attention(std::string_view text, std::string_view key);
 GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view key);
+// How the context-parallel ranks exchange keys and values: p2p, a ring of sends overlapped with
+// the attention of the chunk in hand (Megatron-Core / Transformer Engine's default cp_comm_type);
+// all_gather, the whole K and V gathered before the attention (Llama 3's choice).
+enum class CpComm { p2p, all_gather };
+CpComm parse_cp_comm(std::string_view text, std::string_view key);
+std::string_view cp_comm_name(CpComm c);
 std::string_view recompute_name(Recompute r);
 std::string_view schedule_name(Schedule s);
 std::string_view attention_name(Attention a);
 std::string_view grad_accumulation_name(GradAccumulation g);
 
 struct RankCoords {
-  int dp = 0, tp = 0, pp = 0;
+  int dp = 0, tp = 0, pp = 0, cp = 0;
 };
 
 struct ParallelPlan {
   int tp = 1, pp = 1, dp = 1;
+  // Context parallelism: every sequence split over cp ranks, each holding two of its 2 cp chunks
+  // (chunk i and 2 cp - 1 - i, so causal attention costs every rank the same); the ranks exchange
+  // keys and values for attention (cp_comm) and reduce gradients together with the DP replicas.
+  int cp = 1;
+  CpComm cp_comm = CpComm::p2p;
   // Expert parallelism (mixture-of-experts models): the routed experts of a layer are sharded over
   // ep consecutive DP ranks (carved out of DP, as Megatron-LM and DeepSpeed do), which exchange
   // tokens by all-to-all; ep divides dp and the expert count.
@@ -77,12 +88,17 @@ struct ParallelPlan {
   // tensor op with fp32 intermediates (torchtitan's RMSNorm and apply_rotary_emb).
   bool fused_kernels = true;
   std::vector<int> stage_layers;     // transformer layers per pipeline stage (size pp)
-  // Dimension order from innermost to outermost; default Megatron's tp, dp, pp.
-  std::array<char, 3> order = {'t', 'd', 'p'};
+  // Dimension order from innermost to outermost; default Megatron-Core's tp, cp, dp, pp.
+  std::array<char, 4> order = {'t', 'c', 'd', 'p'};
 
-  int num_ranks() const { return tp * pp * dp; }
+  int num_ranks() const { return tp * cp * pp * dp; }
+  // Ranks that hold the same weights and reduce their gradients together: DP x CP (Megatron's
+  // data-parallel group with context parallelism); ZeRO shards over them.
+  int grad_ranks() const { return dp * cp; }
   // DP ranks holding the same experts: the group that reduces the experts' gradients.
   int expert_dp() const { return dp / ep; }
+  // Ranks reducing the same experts' gradients: the expert-DP ranks of every CP rank.
+  int expert_grad_ranks() const { return expert_dp() * cp; }
   int micro_batches() const { return global_batch / (micro_batch * dp); }
   RankCoords coords(int rank) const;
   int rank_of(RankCoords c) const;
@@ -96,8 +112,12 @@ struct ParallelPlan {
   int chunk_layers(int stage, int chunk) const;
 };
 
-// Parses "t,d,p"-style orders ("tp,dp,pp" innermost first); throws InputError naming the key.
-std::array<char, 3> parse_rank_order(std::string_view text, std::string_view key);
+// Parses a rank order, innermost first: "tp,cp,dp,pp", or three of them ("tp,dp,pp"), cp then
+// going right outside tp; throws InputError naming the key.
+std::array<char, 4> parse_rank_order(std::string_view text, std::string_view key);
+
+// Checks parallel.cp (given as `key`) against the sequence length and the attention kernel.
+void validate_context_parallel(const ParallelPlan& plan, const ModelShape& model, std::string_view key);
 
 // Checks the plan against the model and GPU count; throws InputError naming the key, the value
 // and what would be valid. Fills stage_layers with an even split when it is empty.

@@ -14,14 +14,17 @@
 
 namespace dtsim {
 
-enum class Stream : std::uint8_t { compute, tp, pp_send, pp_recv, dp };
-constexpr int kNumStreams = 5;
+// cp: the context-parallel exchange of keys and values, beside the attention it feeds.
+enum class Stream : std::uint8_t { compute, tp, pp_send, pp_recv, dp, cp };
+constexpr int kNumStreams = 6;
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
 enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv, broadcast, all_to_all };
 // embedding: the first and last pipeline stages, which both hold the tied word embedding.
 // ep: the expert-parallel group (parallel.ep consecutive DP ranks) of the MoE all-to-alls;
 // expert_dp: the DP ranks holding the same experts (dp / ep of them), which reduce their gradients.
-enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding, ep, expert_dp };
+// dp and expert_dp span the context-parallel ranks too (they reduce the same gradients); cp: the
+// ranks sharing one sequence.
+enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding, ep, expert_dp, cp };
 enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activations, buffers };
 constexpr int kNumMemCategories = 5;
 
@@ -34,9 +37,12 @@ enum class OpKind : std::int16_t {
   mla_down_proj, latent_norm, mla_q_up, mla_kv_up, router, gating, moe_permute, moe_dispatch, expert_fc1,
   expert_activation, expert_fc2, moe_combine, moe_unpermute, shared_fc1, shared_activation, shared_fc2,
   expert_dp_all_reduce, expert_dp_reduce_scatter, expert_dp_all_gather,
-  rotary  // rotary position embedding of the queries and keys
+  rotary,  // rotary position embedding of the queries and keys
+  // Context parallelism: the keys and values of the other CP ranks' chunks gathered (forward, and
+  // again for the backward pass), their gradients reduced back to their owners.
+  cp_kv_all_gather, cp_dkv_reduce_scatter
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::rotary) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::cp_dkv_reduce_scatter) + 1;
 
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {

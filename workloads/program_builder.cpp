@@ -4,7 +4,7 @@
 // the last backward pass produces them; reduce-scatter + all-gather with a sharded optimizer),
 // FSDP parameter gathers per layer (ZeRO-3), the tied-embedding all-reduce and the optimizer step.
 // Memory: static weights, gradients and optimizer state (mixed-precision Adam: 2 + 2 + 12 bytes
-// per parameter, the ZeRO stage sharding them over DP), activations as ops keep and free them.
+// per parameter, the ZeRO stage sharding them over DP x CP), activations as ops keep and free them.
 #include <algorithm>
 #include <cassert>
 #include <initializer_list>
@@ -44,11 +44,11 @@ class StageBuilder {
   int t() const { return plan_.tp; }
   bool first_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
   bool last_chunk(int chunk) const { return stage_ == plan_.pp - 1 && chunk == plan_.virtual_stages - 1; }
-  bool sharded_params() const { return plan_.zero_stage >= 3 && plan_.dp > 1; }
+  bool sharded_params() const { return plan_.zero_stage >= 3 && plan_.grad_ranks() > 1; }
   // Gradients are reduced as they are produced: in buckets during the last backward pass of each
   // chunk, or during every backward pass when they are sharded (ZeRO-2/3).
   bool reduce_in_pass(int micro_batch) const {
-    if (plan_.dp == 1) return false;
+    if (plan_.grad_ranks() == 1) return false;
     if (plan_.zero_stage >= 2) return true;
     return plan_.dp_overlap && micro_batch == plan_.micro_batches() - 1;
   }
@@ -247,7 +247,7 @@ class StageBuilder {
   // fp32 buffer (read 4 + 4, write 4). Returns the op the next one waits for.
   int accumulate_gradients(double params, int layer, int mb, int prev) {
     if (plan_.grad_accumulation == GradAccumulation::fused) return prev;
-    const double local = params / t() / (plan_.zero_stage >= 2 ? plan_.dp : 1);
+    const double local = params / t() / (plan_.zero_stage >= 2 ? plan_.grad_ranks() : 1);
     OpSpec add_grads;
     add_grads.kind = OpKind::grad_accumulate;
     add_grads.flops = local;
@@ -273,7 +273,7 @@ class StageBuilder {
   void add_layer_gradients(int layer, int ready) {
     const LayerParams params = layer_params(model_, plan_, layer);
     add_gradients(params.replicated, ready);
-    if (params.experts == 0 || plan_.expert_dp() == 1) return;
+    if (params.experts == 0 || plan_.expert_grad_ranks() == 1) return;
     expert_bucket_bytes_ += grad_e() * params.experts / t();
     expert_bucket_ready_ = ready;
     if (expert_bucket_bytes_ >= plan_.dp_bucket_bytes) flush_expert_bucket();
@@ -323,14 +323,14 @@ class StageBuilder {
   double local_expert_params() const {
     return layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).experts / t();
   }
-  bool reduce_experts() const { return local_expert_params() > 0 && plan_.expert_dp() > 1; }
+  bool reduce_experts() const { return local_expert_params() > 0 && plan_.expert_grad_ranks() > 1; }
 
   void optimizer() {
-    const double params = local_params(), experts = local_expert_params(), edp = plan_.expert_dp();
+    const double params = local_params(), experts = local_expert_params(), edp = plan_.expert_grad_ranks();
     int prev = last_compute();
     // Gradients not reduced during the backward pass are reduced now, in one collective (and one
     // over the expert-DP group for the experts).
-    if (plan_.dp > 1 && !plan_.dp_overlap && plan_.zero_stage < 2) {
+    if (plan_.grad_ranks() > 1 && !plan_.dp_overlap && plan_.zero_stage < 2) {
       reduce_gradients(grad_e() * params, prev);
       if (reduce_experts()) reduce_gradients(grad_e() * experts, prev, true);
     }
@@ -346,14 +346,14 @@ class StageBuilder {
     // or an fp32 buffer accumulate into it), unscale and check it for inf/NaN under fp16 loss scaling (4 + 4), its
     // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 28), and the copy
     // back to the low-precision weights (4 + e).
-    const double shard = plan_.zero_stage >= 1 ? params / plan_.dp + experts / edp : params + experts;
+    const double shard = plan_.zero_stage >= 1 ? params / plan_.grad_ranks() + experts / edp : params + experts;
     const double grad_copy = plan_.grad_accumulation == GradAccumulation::separate ? e() + 4 : 0;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
     step.bytes = shard * (grad_copy + (plan_.loss_scaling ? 8 : 0) + 4 + 28 + (4 + e()));
     step.flops = 16 * shard;
     prev = add(step, Phase::optimizer, -1, -1, {prev, last_dp()});
-    if (plan_.dp > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
+    if (plan_.grad_ranks() > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
       add(comm(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params), Phase::optimizer, -1, -1,
           {prev});
     if (reduce_experts() && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
@@ -363,7 +363,8 @@ class StageBuilder {
 
   void static_memory() {
     // Expert state is sharded over the expert-DP group (ZeRO-3 of experts is refused by validate_plan).
-    const double params = local_params(), dp = plan_.dp, experts = local_expert_params(), edp = plan_.expert_dp();
+    const double params = local_params(), dp = plan_.grad_ranks(), experts = local_expert_params(),
+                 edp = plan_.expert_grad_ranks();
     const auto share = [&](double bytes_per_param, int stage) {
       return bytes_per_param * (plan_.zero_stage >= stage ? params / dp + experts / edp : params + experts);
     };
@@ -411,7 +412,7 @@ Program build_program(const ModelShape& model, const ParallelPlan& plan) {
     const StageProgram& st = program.stages.back();
     for (int i = 0; i < st.size(); ++i)
       if (st.gemm_m[i] > 0 && st.phase[i] != Phase::recompute)
-        program.model_flops_per_step += st.flops[i] * plan.tp * plan.dp;
+        program.model_flops_per_step += st.flops[i] * plan.tp * plan.cp * plan.dp;
   }
   return program;
 }

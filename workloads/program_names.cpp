@@ -14,12 +14,12 @@ std::string_view op_kind_name(OpKind k) {
       "embedding_all_reduce", "grad_accumulate", "mla_down_proj", "latent_norm", "mla_q_up", "mla_kv_up", "router", "gating",
       "moe_permute", "moe_dispatch", "expert_fc1", "expert_activation", "expert_fc2", "moe_combine", "moe_unpermute",
       "shared_fc1", "shared_activation", "shared_fc2", "expert_dp_all_reduce", "expert_dp_reduce_scatter",
-      "expert_dp_all_gather", "rotary"};
+      "expert_dp_all_gather", "rotary", "cp_kv_all_gather", "cp_dkv_reduce_scatter"};
   return names[static_cast<std::size_t>(k)];
 }
 
 std::string_view stream_name(Stream s) {
-  static constexpr std::array<std::string_view, kNumStreams> names = {"compute", "tp", "pp_send", "pp_recv", "dp"};
+  static constexpr std::array<std::string_view, kNumStreams> names = {"compute", "tp", "pp_send", "pp_recv", "dp", "cp"};
   return names[static_cast<std::size_t>(s)];
 }
 

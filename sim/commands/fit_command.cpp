@@ -58,6 +58,10 @@ FitRequest read_request(const po::variables_map& vm) {
     r.training_setup.micro_batch = batch;
     r.training_setup.recompute = parse_recompute(vm["recompute"].as<std::string>(), "--recompute");
     if (vm.count("zero")) r.training_setup.zero_stage = vm["zero"].as<int>();
+    r.training_setup.cp = positive(vm, "cp");
+    ModelShape at_context = *r.model;
+    at_context.seq_len = context;
+    validate_context_parallel(training_plan(at_context, r.training_setup, 1, 1, r.dp), at_context, "--cp");
     if (r.training_setup.zero_stage < 0 || r.training_setup.zero_stage > 3)
       throw InputError(fmt::format("--zero = {}: valid values are 0, 1, 2, 3", r.training_setup.zero_stage));
   } else {
@@ -76,11 +80,12 @@ void print_fit(const FitRequest& r, bool json) {
   const MemoryNeed need = r.training ? training_memory(m, r.training_setup, 1, 1, r.dp) : inference_memory(m, r.inference);
   const std::string setup =
       r.training ? fmt::format("training, {} ({} attention{}{}), mixed-precision Adam, seq {} x micro-batch {}, recompute {}, "
-                               "ZeRO-{}, dp {}", r.framework, attention_name(r.training_setup.attention),
+                               "ZeRO-{}, dp {}{}", r.framework, attention_name(r.training_setup.attention),
                                r.training_setup.sequence_parallel ? ", sequence parallel with tp > 1" : "",
                                r.training_setup.dropout ? ", dropout" : "", r.training_setup.seq_len,
                                r.training_setup.micro_batch, recompute_name(r.training_setup.recompute),
-                               r.training_setup.zero_stage, r.dp)
+                               r.training_setup.zero_stage, r.dp,
+                               r.training_setup.cp > 1 ? fmt::format(", cp {}", r.training_setup.cp) : "")
                  : fmt::format("inference, {}, context {} x batch {}", weight_format_name(r.inference.format),
                                r.inference.context, r.inference.batch);
   if (json) {
@@ -162,6 +167,7 @@ int fit_command(int argc, char** argv) {
       "training: framework profile (dtsim catalog frameworks), as run's training.framework")(
       "zero", po::value<int>(), "training: ZeRO stage 0..3 (shards over dp); default the framework's")(
       "dp", po::value<int>()->default_value(1), "training: data-parallel replicas")(
+      "cp", po::value<int>()->default_value(1), "training: context-parallel ranks per sequence (needs flash attention)")(
       "seed-table", "check the GPU guide's VRAM table instead")(
       "claims", po::value<std::string>()->default_value(default_claims_path()), "the guide's table (CSV)")(
       "json", "print JSON");
@@ -173,7 +179,7 @@ int fit_command(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << "usage: dtsim fit --model NAME [--precision bf16] [--context N] [--batch N] [--mode inference|training] "
-                 "[--framework NAME] [--recompute full] [--zero N] [--dp N] [--json]\n       dtsim fit --seed-table [--claims FILE.csv] [--json]\n\n" << own << "\n";
+                 "[--framework NAME] [--recompute full] [--zero N] [--dp N] [--cp N] [--json]\n       dtsim fit --seed-table [--claims FILE.csv] [--json]\n\n" << own << "\n";
     return 0;
   }
   if (vm.count("seed-table")) print_seed_table(vm["claims"].as<std::string>(), vm.count("json") > 0);

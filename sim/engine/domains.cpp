@@ -60,7 +60,7 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
     }
   };
   NodeDomains out;
-  const Group group_at[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
+  const auto& group_at = kCollectiveGroups;
   for (int g = 0; g < kNumCollectiveGroups; ++g) {
     out.group_in_node[g].assign(n, 0);
     if (!used[g]) continue;

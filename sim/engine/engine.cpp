@@ -69,7 +69,7 @@ class Simulation {
       RankState& s = ranks_[r];
       const RankCoords c = plan_.coords(r);
       s.stage = stage_of_[r] = c.pp;
-      s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0));
+      s.traced = sink_ && (detail == TraceDetail::all || (detail == TraceDetail::stages && c.tp == 0 && c.dp == 0 && c.cp == 0));
       if (!options.gpu_speed.empty()) s.speed = options.gpu_speed.at(r);
       if (!fold_.shadow(r)) s.push(LocalEvent{0, 0, -1, 0});
     }

@@ -1,5 +1,5 @@
 // The engine's groups of ranks (internal to sim/engine/engine.cpp and domains.cpp): which ranks form
-// each TP, DP, embedding, EP and expert-DP group, in ring order, their rings, their pending
+// each TP, DP, embedding, EP, expert-DP and CP group, in ring order, their rings, their pending
 // rendezvous and the posts that fill them, and each rank's pipeline neighbours. Everything is kept per group leader (its
 // first rank) and built on first use; each rank's leader is found at construction.
 //
@@ -7,6 +7,7 @@
 // by one thread at a time.
 #pragma once
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "sim/network/comm_model.hpp"
@@ -15,10 +16,12 @@
 
 namespace dtsim {
 
-// The collective groups by index: TP, DP, embedding, EP, expert DP.
-constexpr int kNumCollectiveGroups = 5;
+// The collective groups by index: TP, DP, embedding, EP, expert DP, CP.
+constexpr int kNumCollectiveGroups = 6;
+constexpr std::array<Group, kNumCollectiveGroups> kCollectiveGroups = {Group::tp, Group::dp, Group::embedding,
+                                                                       Group::ep, Group::expert_dp, Group::cp};
 inline int collective_group_index(Group g) {
-  return g == Group::tp ? 0 : g == Group::dp ? 1 : g == Group::embedding ? 2 : g == Group::ep ? 3 : 4;
+  return static_cast<int>(std::find(kCollectiveGroups.begin(), kCollectiveGroups.end(), g) - kCollectiveGroups.begin());
 }
 
 // A pending collective of one group: members that posted it and the latest post in (time,
@@ -61,7 +64,6 @@ inline void gather_posts(std::vector<Posts>& posts) {
 class RankGroups {
  public:
   RankGroups(const ParallelPlan& plan, const CommModel& comm) : plan_(plan), comm_(comm) {
-    const Group at_index[kNumCollectiveGroups] = {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp};
     for (int i = 0; i < kNumCollectiveGroups; ++i) {
       PerGroup& g = groups_[i];
       g.rendezvous.resize(plan.num_ranks());
@@ -70,7 +72,7 @@ class RankGroups {
       g.leader.resize(plan.num_ranks());
       for (int r = 0; r < plan.num_ranks(); ++r) {
         RankCoords c = plan.coords(r);
-        g.leader[r] = plan.rank_of(first_of_group(c, at_index[i]));
+        g.leader[r] = plan.rank_of(first_of_group(c, kCollectiveGroups[i]));
       }
     }
     for (int r = 0; r < plan.num_ranks(); ++r)
@@ -81,37 +83,47 @@ class RankGroups {
       }
   }
 
-  // Ranks of this rank's group in ring order; the first is the group's leader. The embedding
-  // group joins the first and last pipeline stages (tied embeddings); the EP group is the block
-  // of ep consecutive DP ranks holding this rank, the expert-DP group the DP ranks at this rank's
-  // position in every block.
+  // Ranks of this rank's group in ring order (rank order); the first is the group's leader. The
+  // embedding group joins the first and last pipeline stages (tied embeddings); the EP group is
+  // the block of ep consecutive DP ranks holding this rank, the expert-DP group the DP ranks at
+  // this rank's position in every block; DP and expert-DP groups take in every CP rank.
   const std::vector<int>& members(int rank, Group g) {
     PerGroup& per = of(g);
     std::vector<int>& out = per.members[per.leader[rank]];
     if (out.empty()) {
-      RankCoords c = first_of_group(plan_.coords(rank), g);
-      int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
-      const int base = coord;
-      const int stride = g == Group::expert_dp ? plan_.ep : 1;
-      const int size = this->size(g);
+      const RankCoords first = first_of_group(plan_.coords(rank), g);
       if (g == Group::embedding) {
-        out.push_back(plan_.rank_of(c));
-        coord = plan_.pp - 1;
-        out.push_back(plan_.rank_of(c));
-      } else {
-        for (int i = 0; i < size; ++i) {
-          coord = base + i * stride;
-          out.push_back(plan_.rank_of(c));
-        }
+        RankCoords last = first;
+        last.pp = plan_.pp - 1;
+        out = {plan_.rank_of(first), plan_.rank_of(last)};
+        return out;
       }
+      const int tps = g == Group::tp ? plan_.tp : 1;
+      const int cps = g == Group::cp || g == Group::dp || g == Group::expert_dp ? plan_.cp : 1;
+      const int dps = g == Group::dp ? plan_.dp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp() : 1;
+      const int dp_stride = g == Group::expert_dp ? plan_.ep : 1;
+      for (int d = 0; d < dps; ++d)
+        for (int c = 0; c < cps; ++c)
+          for (int t = 0; t < tps; ++t) {
+            RankCoords m = first;
+            m.tp += t, m.cp += c, m.dp += d * dp_stride;
+            out.push_back(plan_.rank_of(m));
+          }
+      if (cps > 1 && dps > 1) std::sort(out.begin(), out.end());
     }
     return out;
   }
 
   // How many ranks a group of kind g holds (the embedding group: the first and the last stage).
   int size(Group g) const {
-    return g == Group::tp ? plan_.tp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp()
-                                     : g == Group::embedding ? 2 : plan_.dp;
+    switch (g) {
+      case Group::tp: return plan_.tp;
+      case Group::cp: return plan_.cp;
+      case Group::ep: return plan_.ep;
+      case Group::expert_dp: return plan_.expert_grad_ranks();
+      case Group::embedding: return 2;
+      default: return plan_.grad_ranks();
+    }
   }
 
   // Action a, a post of a collective of group g, as posts.
@@ -156,8 +168,14 @@ class RankGroups {
   };
   // The coordinates of the first rank of the group holding a rank at `c`.
   RankCoords first_of_group(RankCoords c, Group g) const {
-    int& coord = g == Group::tp ? c.tp : g == Group::embedding ? c.pp : c.dp;
-    coord = g == Group::ep ? c.dp / plan_.ep * plan_.ep : g == Group::expert_dp ? c.dp % plan_.ep : 0;
+    switch (g) {
+      case Group::tp: c.tp = 0; break;
+      case Group::cp: c.cp = 0; break;
+      case Group::embedding: c.pp = 0; break;
+      case Group::ep: c.dp = c.dp / plan_.ep * plan_.ep; break;
+      case Group::expert_dp: c.dp %= plan_.ep, c.cp = 0; break;
+      default: c.dp = 0, c.cp = 0; break;
+    }
     return c;
   }
   PerGroup& of(Group g) { return groups_[collective_group_index(g)]; }

@@ -46,7 +46,7 @@ class StepTransfers {
   TimeNs least_tail(int rank, const std::vector<int>& stage_of, RankGroups& groups, const CommModel& comm,
                     SendTail&& send_tail) const {
     TimeNs tail = Transfers::kNever;
-    for (Group g : {Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp}) {
+    for (Group g : kCollectiveGroups) {
       if (!groups.leads(rank, g)) continue;
       std::array<int, 2> member_stages{-1, -1};
       for (int m : groups.members(rank, g))

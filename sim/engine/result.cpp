@@ -45,6 +45,8 @@ EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& 
     row.dp = c.dp;
     row.tp = c.tp;
     row.pp = c.pp;
+    row.ep = c.dp % plan.ep;
+    row.cp = c.cp;
     row.peak_memory_bytes = s.peak;
     row.compute_s = ns_to_seconds(s.compute_ns);
     row.memory_bound_s = ns_to_seconds(s.memory_ns);

@@ -71,6 +71,11 @@ constexpr Key kKeys[] = {
     {"parallel.tp", "4", "tensor-parallel size"},
     {"parallel.pp", "12", "pipeline-parallel stages"},
     {"parallel.dp", "8", "data-parallel replicas"},
+    {"parallel.cp", "1",
+     "context-parallel size: every sequence split over cp ranks (load-balanced causal chunks); needs flash attention"},
+    {"parallel.cp_comm", "p2p",
+     "p2p (a ring of K/V sends overlapping the attention: Megatron-Core, Transformer Engine) | all_gather (K/V gathered "
+     "before the attention: Llama 3)"},
     {"parallel.ep", "1", "expert-parallel size (MoE): experts sharded over ep consecutive DP ranks; divides dp and experts"},
     {"parallel.zero_stage", "",
      "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
@@ -85,7 +90,7 @@ constexpr Key kKeys[] = {
     {"parallel.dp_bucket_mb", "25", "gradient bucket size, MB (1e6 bytes), when dp_overlap = true"},
     {"parallel.stage_layers", "auto",
      "transformer layers per stage, comma-separated (e.g. 5,6,6,5), or auto (see README)"},
-    {"parallel.rank_order", "tp,dp,pp", "rank-to-GPU mapping, innermost dimension first"},
+    {"parallel.rank_order", "tp,cp,dp,pp", "rank-to-GPU mapping, innermost dimension first (cp may be left out: it goes right outside tp)"},
     {"cluster.gpu", "A100-SXM4-80GB", "GPU catalog name (see README)"},
     {"cluster.nodes", "48", "nodes"},
     {"cluster.gpus_per_node", "8", "GPUs per node"},
@@ -458,6 +463,8 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
   p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);
   p.ep = v.integer("parallel.ep", 1, limits::kMaxGpus);
+  p.cp = v.integer("parallel.cp", 1, limits::kMaxGpus);
+  p.cp_comm = v.parsed([&] { return parse_cp_comm(v.text("parallel.cp_comm"), "parallel.cp_comm"); });
   p.zero_stage = v.integer("parallel.zero_stage", 0);
   p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
   p.virtual_stages = v.integer("parallel.virtual_stages", 1);

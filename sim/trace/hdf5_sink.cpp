@@ -56,6 +56,7 @@ Handle rank_type() {
   DTSIM_FIELD(RankRecord, tp, H5T_NATIVE_INT32);
   DTSIM_FIELD(RankRecord, pp, H5T_NATIVE_INT32);
   DTSIM_FIELD(RankRecord, ep, H5T_NATIVE_INT32);
+  DTSIM_FIELD(RankRecord, cp, H5T_NATIVE_INT32);
   DTSIM_FIELD(RankRecord, peak_memory_bytes, H5T_NATIVE_DOUBLE);
   DTSIM_FIELD(RankRecord, compute_s, H5T_NATIVE_DOUBLE);
   DTSIM_FIELD(RankRecord, memory_bound_s, H5T_NATIVE_DOUBLE);

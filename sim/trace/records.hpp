@@ -32,7 +32,7 @@ struct MemoryRecord {
 };
 
 struct RankRecord {
-  std::int32_t rank = 0, node = 0, dp = 0, tp = 0, pp = 0, ep = 0;
+  std::int32_t rank = 0, node = 0, dp = 0, tp = 0, pp = 0, ep = 0, cp = 0;
   double peak_memory_bytes = 0;
   // Seconds of the step spent on the compute stream in each state; they sum to the step time.
   double compute_s = 0, memory_bound_s = 0, exposed_comm_s = 0, bubble_s = 0, idle_s = 0;

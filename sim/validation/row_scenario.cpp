@@ -124,7 +124,6 @@ std::string row_unsupported(const CsvRow& r) {
   if (contains(get("model"), "one transformer layer")) return "single-layer measurement, not a step";
   for (const char* k : {"layers", "hidden", "heads", "vocab", "seq_len", "global_batch_seqs", "num_gpus", "tp", "pp"})
     if (get(k).empty()) return fmt::format("column {} is empty", k);
-  if (!get("cp").empty() && get("cp") != "1") return "context parallelism is not modelled yet";
   return "";
 }
 
@@ -132,9 +131,11 @@ RowScenario row_scenario(const CsvRow& r) {
   const auto& get = [&](const char* k) -> const std::string& { return r.at(k); };
   RowScenario out;
   const long long gpus = count_of(r, "num_gpus"), tp = count_of(r, "tp"), pp = count_of(r, "pp");
-  if (gpus % (tp * pp) != 0)
-    throw InputError(fmt::format("columns num_gpus = {}, tp = {}, pp = {}: tp x pp must divide the GPUs", gpus, tp, pp));
-  const long long dp = gpus / (tp * pp);
+  const long long cp = get("cp").empty() ? 1 : count_of(r, "cp");
+  if (gpus % (tp * pp * cp) != 0)
+    throw InputError(fmt::format("columns num_gpus = {}, tp = {}, pp = {}, cp = {}: tp x pp x cp must divide the GPUs",
+                                 gpus, tp, pp, cp));
+  const long long dp = gpus / (tp * pp * cp);
   const std::string gpu = get("gpu_type").substr(0, get("gpu_type").find(' '));
   const std::string precision = precision_of(get("precision"));
   const int zero_stage = zero_stage_of(get("zero_or_sharding"));
@@ -177,6 +178,16 @@ RowScenario row_scenario(const CsvRow& r) {
        "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
        fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),
        fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};
+
+  // Context parallelism: Megatron-Core's ring of K/V sends unless the row says the keys and values
+  // are all-gathered (Llama 3); it runs on fused attention whatever the profile's default.
+  if (cp > 1) {
+    const bool gather = contains(framework_text, "all-gather") || contains(framework_text, "all_gather");
+    a.push_back(fmt::format("--parallel.cp={}", cp));
+    a.push_back(std::string("--parallel.cp_comm=") + (gather ? "all_gather" : "p2p"));
+    a.push_back("--training.attention=flash");
+    if (!gather) out.assumptions.push_back("cp_comm = p2p (Megatron-Core's ring of K/V sends)");
+  }
 
   // What the framework column says beyond the profile: the DDP implementation of Megatron-LM
   // 2021 runs, llm-foundry's mixed-precision mode.
