@@ -219,7 +219,15 @@ TEST_CASE("dtsim catalog lists models gpus and links with sources", "[cli]") {
     CHECK_THAT(models.out, Catch::Contains(name));
   const Outcome gpus = run_dtsim("catalog gpus");
   REQUIRE(gpus.status == 0);
-  CHECK_THAT(gpus.out, Catch::Contains("RTX-4090") && Catch::Contains("gpus.csv row"));
+  for (const char* part : {"RTX-4090", "GB200", "GB300", "B300", "H100-NVL-94GB", "GH200-96GB", "H800-SXM5-80GB", "H20",
+                           "MI250X", "MI325X", "MI355X", "L4", "L40", "RTX-5090", "RTX-3060-12GB", "RTX-3070-8GB",
+                           "RTX-3080-10GB"})
+    CHECK_THAT(gpus.out, Catch::Contains(std::string("\n") + part + " "));
+  // Each part's documents per group, and the documents themselves.
+  CHECK_THAT(gpus.out, Catch::Contains("H100-NVL-94GB (also H100 NVL)\n  memory, bandwidth, links, power: nv-h100; "
+                                       "rates: nv-h100, nv-mig-h100nvl"));
+  CHECK_THAT(gpus.out, Catch::Contains("\n  nv-gb200-nvl72  NVIDIA GB200 NVL72 product page") &&
+                           Catch::Contains("gpus.csv row"));
   const Outcome links = run_dtsim("catalog links");
   REQUIRE(links.status == 0);
   CHECK_THAT(links.out, Catch::Contains("nvlink3") && Catch::Contains("0.780") && Catch::Contains("PCIe Gen4 x16"));

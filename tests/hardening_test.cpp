@@ -336,25 +336,28 @@ TEST_CASE("dtsim run refuses a DOT machine whose GPUs have no node, and topology
   safe(victim, out);
 }
 
-TEST_CASE("claims CSV numbers out of range, negative or zero are refused", "[hardening][cli]") {
-  const std::string header = "model,params_B,claimed_vram,claimed_gpu,notes,dtsim_model,mode,claimed_gpu_gib,"
+TEST_CASE("claims CSV numbers out of range, negative or zero and unknown cards are refused", "[hardening][cli]") {
+  const std::string header = "model,params_B,claimed_vram,claimed_gpu,notes,dtsim_model,mode,dtsim_gpu,"
                              "claimed_gpu_count,dtsim_note\n";
-  const auto claims = [&](const std::string& name, const std::string& vram, const std::string& gib) {
-    std::ofstream(file(name)) << header << "Llama,8," << vram << ",A100,,llama3-8b,inference," << gib << ",1,\n";
+  const auto claims = [&](const std::string& name, const std::string& vram, const std::string& card) {
+    std::ofstream(file(name)) << header << "Llama,8," << vram << ",A100,,llama3-8b,inference," << card << ",1,\n";
     return run_dtsim("fit --seed-table --claims " + file(name));
   };
   for (const std::string& huge : {std::string("1e999 GB"), std::string(400, '9') + " GB"}) {
-    const Outcome o = claims("huge.csv", huge, "80");
+    const Outcome o = claims("huge.csv", huge, "A100");
     CHECK(o.status == 2);
     CHECK_THAT(o.err, Catch::Contains("row 2 claimed_vram = '" + huge + "': must be a number from 0.001 to"));
   }
-  const Outcome negative = claims("negative.csv", "-5 GB", "80");
+  const Outcome negative = claims("negative.csv", "-5 GB", "A100");
   CHECK(negative.status == 2);
   CHECK_THAT(negative.err, Catch::Contains("claimed_vram = '-5 GB': must be a number from 0.001"));
-  const Outcome zero = claims("zero.csv", "16 GB", "0");
+  const Outcome zero = claims("zero.csv", "0 GB", "A100");
   CHECK(zero.status == 2);
-  CHECK_THAT(zero.err, Catch::Contains("claimed_gpu_gib = '0': must be a number from 0.001"));
-  CHECK(claims("fine.csv", "16 GB", "80").status == 0);
+  CHECK_THAT(zero.err, Catch::Contains("claimed_vram = '0 GB': must be a number from 0.001"));
+  const Outcome card = claims("card.csv", "16 GB", "RTX 9090");
+  CHECK(card.status == 2);
+  CHECK_THAT(card.err, Catch::Contains("row 2 dtsim_gpu: unknown GPU 'RTX 9090' (did you mean"));
+  CHECK(claims("fine.csv", "16 GB", "A100").status == 0);
 }
 
 TEST_CASE("validate --json escapes run_id and source_id", "[hardening][cli]") {

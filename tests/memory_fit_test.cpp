@@ -129,6 +129,14 @@ TEST_CASE("the guide's table gets its verdicts", "[fit]") {
   CHECK(by["Llama 3 70B"]->verdict == "matches");
   CHECK(by["BLOOM"]->verdict == "underestimates");
   CHECK(by["BLOOM"]->dtsim_gb > 16 * 176);  // weights, gradients and Adam state alone
+  // The guide's own cards, from the catalog; a series stands in as its largest card.
+  CHECK(by["DeepSeek-R1-Distill-Qwen-1.5B"]->dtsim_gpu == "RTX-3060-12GB");
+  CHECK_THAT(by["DeepSeek-R1-Distill-Qwen-1.5B"]->explanation, Catch::Contains("1 GPU(s)") &&
+                                                                  Catch::Contains("of RTX-3060-12GB (12 GiB)"));
+  CHECK(by["DeepSeek-R1-Distill-Qwen-14B"]->dtsim_gpu == "RTX-3080-10GB");
+  CHECK(by["DeepSeek R1"]->dtsim_gpu == "A100-SXM4-80GB");
+  CHECK_THAT(by["DeepSeek R1"]->explanation, Catch::Contains("16 x 80 GiB = 1374 GB"));
+  CHECK(by["Llama 3 70B"]->dtsim_gpu == "RTX-3090");
   CHECK_THROWS_WITH(check_guide("/nonexistent/claims.csv"), Catch::Contains("/nonexistent/claims.csv"));
 }
 

@@ -1,5 +1,6 @@
-// The GPU catalog: peak rates, memory and links of the GPUs dtsim knows, each figure with its
-// source (see gpu_catalog.cpp). The engine times ops on these numbers; builders size links.
+// The GPU catalog: peak rates, memory, links and power of the GPUs dtsim knows, each group of
+// figures tied to the public documents it comes from. The engine times ops on these numbers;
+// builders size links. The parts are in gpu_catalog_data.cpp, the documents in gpu_documents.cpp.
 #pragma once
 #include <string>
 #include <string_view>
@@ -15,14 +16,34 @@ std::string_view precision_name(Precision p);
 // Bytes per element of weights/activations stored in this precision (fp8 trains with bf16 storage).
 double precision_bytes(Precision p);
 
+// Where each group of a part's figures comes from: keys of gpu_documents(), separated by ", "
+// when a group draws on several. Every group of every part names at least one (tests check).
+struct GpuSources {
+  std::string_view memory;     // capacity
+  std::string_view bandwidth;  // memory bandwidth
+  std::string_view rates;      // FP32/TF32/BF16/FP8/FP4 peaks, SM count, measured rates
+  std::string_view links;      // NVLink generation, rate and domain; PCIe generation
+  std::string_view power;      // TDP
+};
+
+// A public document the catalog cites: a short key and the reference (publisher, title, date and
+// what was read from it; "secondary" where it reports a vendor's figures second-hand).
+struct GpuDocument {
+  std::string_view key;
+  std::string_view reference;
+};
+
 struct GpuSpec {
   std::string name;                    // catalog key, e.g. "A100-SXM4-80GB"
+  std::vector<std::string> aliases = {};  // other names a user would type, e.g. "A100", "3090"
+  std::string form_factor;             // package and the system it is sold in, e.g. "SXM5, HGX board"
   double memory_bytes = 0;             // HBM / GDDR capacity
   double hbm_bytes_per_s = 0;          // peak memory bandwidth
   double fp32_flops = 0;               // CUDA-core FP32 peak
   double tf32_flops = 0;               // tensor-core TF32 dense peak (0: none)
   double bf16_flops = 0;               // tensor-core FP16/BF16 dense peak with FP32 accumulate
   double fp8_flops = 0;                // tensor-core FP8 dense peak (0: none)
+  double fp4_flops = 0;                // tensor-core FP4 dense peak (0: none); listed, not simulated
   double measured_matmul_bf16_flops = 0;  // best measured GEMM over shapes (MAMF), 0 if unknown
   // A 16384^3 BF16/FP16 GEMM measured under sustained load (power-limited clocks), 0 if unknown.
   double sustained_matmul_bf16_flops = 0;
@@ -40,15 +61,26 @@ struct GpuSpec {
   int nvlink_gen = 0;                  // 0: none
   double nvlink_bytes_per_s = 0;       // NVLink per GPU per direction (all links together)
   bool nvlink_bridge_only = false;     // NVLink only via a 2-GPU bridge (no NVSwitch parts)
+  // GPUs in one NVLink domain as the part is sold: 8 on an HGX/DGX board, 72 in an NVL72 rack,
+  // 2 for bridged pairs; 0 without NVLink.
+  int nvlink_domain_gpus = 0;
   int pcie_gen = 4;
-  std::string source;                  // where the figures come from
+  int tdp_watts = 0;                   // power limit: TDP, or the board/module power the vendor states
+  std::string source;                  // one line: what the figures are, derivations and caveats
+  GpuSources sources;                  // the documents behind each group of figures
 
   // Peak dense FLOP/s for a precision; throws InputError when the GPU lacks it.
   double peak_flops(Precision p) const;
 };
 
-// Looks a GPU up by name (case-insensitive); throws InputError listing every valid name.
+// Looks a GPU up by its name or an alias, ignoring case, spaces, hyphens and underscores and a
+// leading vendor or brand word ("NVIDIA RTX 3060 12GB" is RTX-3060-12GB); throws InputError
+// naming the value, the nearest name and every valid name.
 const GpuSpec& find_gpu(std::string_view name);
 const std::vector<GpuSpec>& gpu_catalog();
+// Every document a part's sources name, in the order they are listed.
+const std::vector<GpuDocument>& gpu_documents();
+// The keys a GpuSources group names ("a, b" gives "a", "b").
+std::vector<std::string_view> source_keys(std::string_view group);
 
 }  // namespace dtsim

@@ -3,8 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "sim/network/comm_model.hpp"
 #include "sim/base/error.hpp"
@@ -34,18 +37,46 @@ void print_models() {
                "latent attention)\n";
 }
 
+// "memory, bandwidth: a; rates: a, b" -- the groups that name the same documents, together.
+std::string sources_text(const GpuSources& s) {
+  const std::pair<const char*, std::string_view> groups[] = {
+      {"memory", s.memory}, {"bandwidth", s.bandwidth}, {"rates", s.rates}, {"links", s.links}, {"power", s.power}};
+  std::vector<std::pair<std::string, std::string_view>> merged;
+  for (const auto& [group, keys] : groups) {
+    const auto same = std::find_if(merged.begin(), merged.end(), [&](const auto& m) { return m.second == keys; });
+    if (same == merged.end()) merged.emplace_back(group, keys);
+    else same->first += std::string(", ") + group;
+  }
+  std::vector<std::string> parts;
+  for (const auto& [group, keys] : merged) parts.push_back(fmt::format("{}: {}", group, keys));
+  return fmt::format("{}", fmt::join(parts, "; "));
+}
+
 void print_gpus() {
-  std::cout << fmt::format("{:<16} {:>6} {:>7} {:>8} {:>8} {:>8} {:>8} {:>6} {:>9} {:>5}  {}\n", "GPU", "GiB", "HBM GB/s",
-                           "FP32 TF", "BF16 TF", "FP8 TF", "MAMF TF", "NVLink", "NVL GB/s", "PCIe", "source");
+  const auto dash = [](double v, const char* f) { return v > 0 ? fmt::format(fmt::runtime(f), v) : std::string("-"); };
+  std::cout << fmt::format("{:<15} {:>4} {:>8} {:>6} {:>7} {:>7} {:>7} {:>7} {:>4} {:>6} {:>7} {:>6} {:>4} {:>5}  {}\n",
+                           "GPU", "GiB", "mem GB/s", "FP32", "BF16", "FP8", "FP4", "MAMF", "SMs", "NVLink", "GB/s",
+                           "domain", "PCIe", "TDP W", "form factor");
   for (const GpuSpec& g : gpu_catalog())
-    std::cout << fmt::format("{:<16} {:>6.0f} {:>7.0f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>6} {:>9.2f} {:>5}  {}\n", g.name,
-                             g.memory_bytes / kGiB, g.hbm_bytes_per_s / 1e9, g.fp32_flops / 1e12, g.bf16_flops / 1e12,
-                             g.fp8_flops / 1e12, g.measured_matmul_bf16_flops / 1e12,
+    std::cout << fmt::format("{:<15} {:>4.0f} {:>8.0f} {:>6.1f} {:>7.1f} {:>7} {:>7} {:>7} {:>4} {:>6} {:>7} {:>6} {:>4} {:>5}  {}\n",
+                             g.name, g.memory_bytes / kGiB, g.hbm_bytes_per_s / 1e9, g.fp32_flops / 1e12,
+                             g.bf16_flops / 1e12, dash(g.fp8_flops / 1e12, "{:.1f}"), dash(g.fp4_flops / 1e12, "{:.1f}"),
+                             dash(g.measured_matmul_bf16_flops / 1e12, "{:.1f}"), g.sm_count,
                              g.nvlink_gen == 0 ? std::string("-")
-                                               : fmt::format("{}{}", g.nvlink_gen, g.nvlink_bridge_only ? "br" : ""),
-                             g.nvlink_bytes_per_s / 1e9, g.pcie_gen, g.source);
-  std::cout << "(TF: dense tensor-core TFLOP/s, BF16 with FP32 accumulate; MAMF: best measured BF16 GEMM, 0 = unknown; "
-               "NVLink br: bridge only)\n";
+                                               : fmt::format("{}{}", g.nvlink_gen, g.nvlink_bridge_only ? " br" : ""),
+                             dash(g.nvlink_bytes_per_s / 1e9, "{:.2f}"), dash(g.nvlink_domain_gpus, "{:.0f}"),
+                             g.pcie_gen, g.tdp_watts, g.form_factor);
+  std::cout << "(TFLOP/s, dense: FP32 on CUDA cores; BF16, FP8, FP4 on tensor cores with FP32 accumulate; MAMF: best "
+               "measured BF16 GEMM; SMs: AMD compute units; NVLink: generation, br = 2-GPU bridges only, GB/s per GPU "
+               "per direction, domain = GPUs in one NVLink domain as sold; -: none or unknown)\n\n";
+  std::cout << "Names and sources (the documents below; aliases are matched ignoring case, spaces and hyphens):\n";
+  for (const GpuSpec& g : gpu_catalog()) {
+    std::cout << g.name;
+    if (!g.aliases.empty()) std::cout << fmt::format(" (also {})", fmt::join(g.aliases, ", "));
+    std::cout << fmt::format("\n  {}\n  {}\n", sources_text(g.sources), g.source);
+  }
+  std::cout << "\nDocuments:\n";
+  for (const GpuDocument& d : gpu_documents()) std::cout << fmt::format("  {:<15} {}\n", d.key, d.reference);
 }
 
 void print_links() {
@@ -84,7 +115,7 @@ int catalog_command(int argc, char** argv) {
   if (what == "--help" || what == "-h" || what == "help") {
     std::cout << "usage: dtsim catalog models|gpus|links|frameworks\n"
                  "  models      the model catalog (name, shape, parameters, source)\n"
-                 "  gpus        the GPU catalog (memory, peak rates, measured rates, source)\n"
+                 "  gpus        the GPU catalog (memory, rates, NVLink domain, PCIe, TDP, form factor, aliases, sources)\n"
                  "  links       the link catalog (NVLink, PCIe, NICs: bandwidth, latency, source)\n"
                  "  frameworks  the framework profiles (training.framework) with each setting's source\n";
     return 0;

@@ -135,10 +135,10 @@ void print_seed_table(const std::string& path, bool json) {
     JsonList out;
     for (const GuideRow& g : rows)
       out.add(fmt::format("{{\"model\": \"{}\", \"claimed_vram\": \"{}\", \"claimed_gpu\": \"{}\", \"dtsim_model\": \"{}\", "
-                          "\"mode\": \"{}\", \"claimed_gb\": {:.9g}, \"dtsim_gb\": {:.9g}, \"verdict\": \"{}\", "
+                          "\"mode\": \"{}\", \"dtsim_gpu\": \"{}\", \"claimed_gb\": {:.9g}, \"dtsim_gb\": {:.9g}, \"verdict\": \"{}\", "
                           "\"explanation\": \"{}\"}}",
                           json_escape(g.model), json_escape(g.claimed_vram), json_escape(g.claimed_gpu), g.dtsim_model,
-                          g.mode, g.claimed_gb, g.dtsim_gb, g.verdict, json_escape(g.explanation)));
+                          g.mode, g.dtsim_gpu, g.claimed_gb, g.dtsim_gb, g.verdict, json_escape(g.explanation)));
     std::cout << fmt::format("{{\"claims\": \"{}\", \"rows\": {}}}\n", json_escape(path), out.str());
     return;
   }

@@ -12,6 +12,7 @@
 #include "sim/base/error.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/base/units.hpp"
+#include "topologies/gpu_catalog.hpp"
 #include "workloads/memory_fit.hpp"
 
 namespace dtsim {
@@ -19,8 +20,8 @@ namespace {
 
 constexpr double kMatchTolerance = 0.10;    // a claim within 10 % of dtsim's figure matches
 constexpr double kFormulaTolerance = 0.03;  // a claim within 3 % of a simple formula "equals" it
-// The range of a claim's GB, a model's billions of parameters and a card's GiB in the claims CSV.
-constexpr double kMinGb = 1e-3, kMaxGb = 1e9, kMaxGpuGib = 1e6;
+// The range of a claim's GB and a model's billions of parameters in the claims CSV.
+constexpr double kMinGb = 1e-3, kMaxGb = 1e9;
 
 // The first number in `text` ("~1342 GB", "at least 12 GB"), which must lie from `low` to `high`
 // (a minus sign before it makes it negative, hence refused).
@@ -35,6 +36,16 @@ double first_number(const std::string& text, const std::string& where, double lo
   if (!(value >= low && value <= high))
     throw InputError(fmt::format("{} = '{}': must be a number from {} to {}", where, text, low, high));
   return value;
+}
+
+// `find(name)` from a catalog, its error prefixed with the file, row and column `where`.
+template <class Entry>
+const Entry& catalog_entry(const Entry& (*find)(std::string_view), const std::string& name, const std::string& where) {
+  try {
+    return find(name);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", where, e.what()));
+  }
 }
 
 std::string gb(double bytes) { return fmt::format("{:.1f} GB", bytes / 1e9); }
@@ -93,7 +104,7 @@ std::vector<GuideRow> check_guide(const std::string& path) {
   if (records.empty()) throw InputError(fmt::format("{}: empty file", path));
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < records[0].size(); ++i) col[records[0][i]] = i;
-  for (const char* c : {"model", "params_B", "claimed_vram", "claimed_gpu", "dtsim_model", "mode", "claimed_gpu_gib",
+  for (const char* c : {"model", "params_B", "claimed_vram", "claimed_gpu", "dtsim_model", "mode", "dtsim_gpu",
                         "claimed_gpu_count", "dtsim_note"})
     if (!col.count(c)) throw InputError(fmt::format("{}: missing column '{}'", path, c));
   std::vector<GuideRow> rows;
@@ -105,34 +116,31 @@ std::vector<GuideRow> check_guide(const std::string& path) {
     g.model = get("model"), g.claimed_vram = get("claimed_vram"), g.claimed_gpu = get("claimed_gpu");
     g.dtsim_model = get("dtsim_model"), g.mode = get("mode"), g.note = get("dtsim_note");
     g.claimed_gb = first_number(g.claimed_vram, where + " claimed_vram", kMinGb, kMaxGb);
-    const ModelShape& m = [&]() -> const ModelShape& {
-      try {
-        return find_model(g.dtsim_model);
-      } catch (const InputError& e) {
-        throw InputError(fmt::format("{} dtsim_model: {}", where, e.what()));
-      }
-    }();
+    const ModelShape& m = catalog_entry(find_model, g.dtsim_model, where + " dtsim_model");
     if (g.mode != "inference" && g.mode != "training")
       throw InputError(fmt::format("{} mode = '{}': valid values are inference, training", where, g.mode));
     const double params_b =
         get("params_B").empty() ? 0 : first_number(get("params_B"), where + " params_B", kMinGb, limits::kMaxParams / 1e9);
-    const double gpu_gib = first_number(get("claimed_gpu_gib"), where + " claimed_gpu_gib", kMinGb, kMaxGpuGib);
+    const GpuSpec& card = catalog_entry(find_gpu, get("dtsim_gpu"), where + " dtsim_gpu");
+    g.dtsim_gpu = card.name;
+    const double gpu_gib = card.memory_bytes / kGiB;
     const int count = get("claimed_gpu_count").empty()
                           ? 0
                           : static_cast<int>(first_number(get("claimed_gpu_count"), where + " claimed_gpu_count", 1,
                                                           static_cast<double>(limits::kMaxGpus)));
-    const double claim = g.claimed_gb * 1e9, capacity = gpu_gib * kGiB;
+    const double claim = g.claimed_gb * 1e9, capacity = card.memory_bytes;
+    const std::string on = fmt::format("{} ({:.0f} GiB)", card.name, gpu_gib);
     std::string gpus;
     if (g.mode == "training") {
       const TrainingSetup t{.seq_len = m.seq_len};
       g.dtsim_gb = training_memory(m, t).total() / 1e9;
-      gpus = fmt::format("training (bf16 Adam, full recompute) needs {} of {:.0f} GiB", gpus_text(smallest_training_split(m, t, capacity)), gpu_gib);
+      gpus = fmt::format("training (bf16 Adam, full recompute) needs {} of {}", gpus_text(smallest_training_split(m, t, capacity)), on);
     } else {
       const InferenceSetup bf16{WeightFormat::bf16, kGuideContext, 1};
       g.dtsim_gb = inference_memory(m, bf16).total() / 1e9;
       const WeightFormat f = implied_format(claim, m);
       const InferenceSetup implied{f, kGuideContext, 1};
-      gpus = fmt::format("bf16 needs {} of {:.0f} GiB", gpus_text(smallest_inference_split(m, bf16, capacity)), gpu_gib);
+      gpus = fmt::format("bf16 needs {} of {}", gpus_text(smallest_inference_split(m, bf16, capacity)), on);
       if (f != WeightFormat::bf16)
         gpus += fmt::format("; {} (total {}) needs {}", weight_format_name(f), gb(inference_memory(m, implied).total()),
                             gpus_text(smallest_inference_split(m, implied, capacity)));
