@@ -450,3 +450,29 @@ TEST_CASE("export keeps only the ranks and the window asked for", "[cli][export]
   CHECK(bad_window.status == 2);
   CHECK_THAT(bad_window.err, Catch::Contains("--window '2': no ':'"));
 }
+
+TEST_CASE("parallel sizes left unset are chosen to fit, and the summary says so", "[cli][chosen]") {
+  const std::string file = write_file("unset.ini", "[model]\nname = llama3-8b\n[training]\nglobal_batch = 16\n"
+                                                   "[cluster]\ngpu = H100\nnodes = 2\ngpus_per_node = 8\n");
+  const Outcome chosen = run_dtsim("run " + file);
+  INFO(chosen.err);
+  REQUIRE(chosen.status == 0);
+  CHECK_THAT(chosen.out, Catch::Contains("  chosen             tp ") && Catch::Contains("set them to override"));
+  // As JSON: the sizes run, their product the GPUs, and the same words.
+  const Outcome json = run_dtsim("run " + file + " --json");
+  REQUIRE(json.status == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"chosen\": \"tp ") && Catch::Contains("\"cp\": 1"));
+  // A size given is kept; only the others are chosen.
+  const Outcome fixed = run_dtsim("run " + file + " --parallel.tp=8");
+  REQUIRE(fixed.status == 0);
+  CHECK_THAT(fixed.out, Catch::Contains("TP 8 PP 1 DP 2") && Catch::Contains("chosen             tp 8, pp 1, dp 2"));
+  // Every size given: nothing chosen.
+  const Outcome given = run_dtsim("run " + file + " --parallel.tp=2 --parallel.pp=1 --parallel.dp=8");
+  REQUIRE(given.status == 0);
+  CHECK_THAT(given.out, !Catch::Contains("chosen"));
+  // Nothing fits eight 24 GB cards: the first valid layout runs, says so, and the step is out of memory.
+  const Outcome none = run_dtsim("run " + file + " --model.name=llama3.1-405b --cluster.gpu=RTX-4090 --cluster.nodes=1 "
+                                 "--cluster.node_kind=pcie");
+  CHECK(none.status == 4);
+  CHECK_THAT(none.out, Catch::Contains("no layout fits 24.0 GiB"));
+}

@@ -20,6 +20,7 @@
 #include "sim/base/nearest.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/scenario/frameworks.hpp"
+#include "sim/scenario/layout_choice.hpp"
 
 namespace po = boost::program_options;
 
@@ -68,9 +69,9 @@ constexpr Key kKeys[] = {
      "gradients in the training precision) | fp32_buffer (cast, then added into an fp32 buffer: DeepSpeed's BF16 optimizer)"},
     {"training.fused_kernels", "",
      "true (one kernel per norm, rotary embedding and SwiGLU) | false (PyTorch eager: one kernel per tensor op)"},
-    {"parallel.tp", "4", "tensor-parallel size"},
-    {"parallel.pp", "12", "pipeline-parallel stages"},
-    {"parallel.dp", "8", "data-parallel replicas"},
+    {"parallel.tp", "auto", "tensor-parallel size, or auto (chosen with pp and dp: the summary says 'chosen')"},
+    {"parallel.pp", "auto", "pipeline-parallel stages, or auto"},
+    {"parallel.dp", "auto", "data-parallel replicas, or auto"},
     {"parallel.cp", "1",
      "context-parallel size: every sequence split over cp ranks (load-balanced causal chunks); needs flash attention"},
     {"parallel.cp_comm", "p2p",
@@ -160,6 +161,8 @@ class Values {
     if (out > max) throw InputError(fmt::format("{}: {} = {}: must be <= {}", source_, key, v, max));
     return out;
   }
+  // A parallel size, or kAutoSize for "auto" (chosen by choose_layout).
+  int size_or_auto(const char* key) const { return text(key) == "auto" ? kAutoSize : integer(key, 1, limits::kMaxGpus); }
   bool boolean(const char* key) const {
     const std::string v = text(key);
     if (v == "true" || v == "yes" || v == "1") return true;
@@ -396,7 +399,7 @@ void store_file(const std::string& path, po::variables_map& vm, std::vector<Swee
 // training.framework key's default, today's Megatron-Core.
 void store_builtin_default(const std::string& path, po::variables_map& vm) {
   if (!path.empty()) return;
-  std::istringstream builtin("[training]\nframework = megatron-deepspeed\n");
+  std::istringstream builtin("[training]\nframework = megatron-deepspeed\n[parallel]\ntp = 4\npp = 12\ndp = 8\n");
   store_stream(builtin, "built-in default", vm, nullptr);
 }
 
@@ -459,9 +462,9 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.dropout = v.boolean("training.dropout");
   p.fused_kernels = v.boolean("training.fused_kernels");
   p.grad_accumulation = v.parsed([&] { return parse_grad_accumulation(v.text("training.grad_accumulation"), "training.grad_accumulation"); });
-  p.tp = v.integer("parallel.tp", 1, limits::kMaxGpus);
-  p.pp = v.integer("parallel.pp", 1, limits::kMaxGpus);
-  p.dp = v.integer("parallel.dp", 1, limits::kMaxGpus);
+  p.tp = v.size_or_auto("parallel.tp");
+  p.pp = v.size_or_auto("parallel.pp");
+  p.dp = v.size_or_auto("parallel.dp");
   p.ep = v.integer("parallel.ep", 1, limits::kMaxGpus);
   p.cp = v.integer("parallel.cp", 1, limits::kMaxGpus);
   p.cp_comm = v.parsed([&] { return parse_cp_comm(v.text("parallel.cp_comm"), "parallel.cp_comm"); });
@@ -541,6 +544,16 @@ Scenario load_scenario_text(const std::string& text, const std::string& name, po
 
 void validate_scenario(Scenario& sc, int num_gpus) {
   try {
+    const std::string chosen =
+        choose_layout(sc.plan, sc.model, find_gpu(sc.cluster.gpu), num_gpus, sc.cluster.gpus_per_node);
+    if (!chosen.empty()) {
+      sc.chosen = chosen;
+      for (const auto& [key, size] : {std::pair{"tp", sc.plan.tp}, {"pp", sc.plan.pp}, {"dp", sc.plan.dp}}) {
+        const std::string unset = fmt::format("\n{} = auto\n", key);
+        const std::size_t at = sc.resolved_text.find(unset);
+        if (at != std::string::npos) sc.resolved_text.replace(at, unset.size(), fmt::format("\n{} = {}\n", key, size));
+      }
+    }
     validate_plan(sc.plan, sc.model, num_gpus);
   } catch (const InputError& e) {
     throw InputError(fmt::format("{}: {}", sc.source, e.what()));

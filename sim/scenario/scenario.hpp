@@ -44,6 +44,7 @@ struct Scenario {
   std::string trace_path;        // "" = no trace
   TraceDetail trace_detail = TraceDetail::stages;
   std::string resolved_text;     // every key = value, as run
+  std::string chosen;            // the parallel sizes chosen for keys left to auto, in words ("" for none)
 };
 
 // Every scenario key with its unit, default and meaning (for --help and parsing).

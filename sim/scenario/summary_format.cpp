@@ -63,6 +63,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
                      sc.model.name, sc.cluster.nodes, sc.cluster.gpus_per_node, s.num_gpus, p.tp,
                      p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, cp_comm_name(p.cp_comm)) : "", p.pp, p.dp,
                      p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch);
+  if (!sc.chosen.empty()) out += fmt::format("  chosen             {}\n", sc.chosen);
   const ModelShape& m = sc.model;
   if (m.is_moe())
     out += fmt::format("  experts            {} routed ({} per token) + {} shared of {}, {} dense layers first, "
@@ -113,12 +114,13 @@ std::string format_summary_json(const Scenario& sc, const Summary& s, const std:
       "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
       "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
       "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}, "
-      "\"most_loaded_link\": {}, \"framework\": {}}}",
+      "\"most_loaded_link\": {}, \"framework\": {}, \"tp\": {}, \"cp\": {}, \"pp\": {}, \"dp\": {}, \"chosen\": {}}}",
       JsonNumber{s.step_time_s}, JsonNumber{s.tokens_per_s}, JsonNumber{s.model_tflops_per_gpu},
       JsonNumber{s.hw_tflops_per_gpu}, JsonNumber{s.mfu}, JsonNumber{s.peak_memory_gib}, s.peak_memory_rank,
       s.oom ? "true" : "false", s.oom_rank, JsonNumber{s.oom_time_s}, JsonNumber{s.oom_needed_gib},
       JsonNumber{s.oom_capacity_gib}, s.num_gpus, s.events, JsonNumber{s.compute}, JsonNumber{s.memory_bound},
-      JsonNumber{s.exposed_comm}, JsonNumber{s.bubble}, JsonNumber{s.idle}, loaded, json_string(sc.framework));
+      JsonNumber{s.exposed_comm}, JsonNumber{s.bubble}, JsonNumber{s.idle}, loaded, json_string(sc.framework),
+      sc.plan.tp, sc.plan.cp, sc.plan.pp, sc.plan.dp, json_string(sc.chosen));
 }
 
 }  // namespace dtsim
