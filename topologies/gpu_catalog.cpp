@@ -81,6 +81,9 @@ double GpuSpec::peak_flops(Precision p) const {
         throw InputError(fmt::format("GPU '{}' has no FP8 tensor cores; use bf16", name));
       }
       return fp8_flops;
+    case Precision::fp4:
+      if (fp4_flops <= 0) throw InputError(fmt::format("GPU '{}' has no FP4 tensor cores (Blackwell-class parts have)", name));
+      return fp4_flops;
   }
   return fp32_flops;
 }
@@ -94,6 +97,7 @@ Precision parse_precision(std::string_view text, std::string_view key) {
 }
 
 std::string_view precision_name(Precision p) {
+  if (p == Precision::fp4) return "fp4";
   for (const auto& [q, pname] : kPrecisionNames) {
     if (q == p) return pname;
   }
@@ -106,7 +110,8 @@ double precision_bytes(Precision p) {
     case Precision::tf32: return 4;
     case Precision::fp16:
     case Precision::bf16:
-    case Precision::fp8: return 2;  // fp8 trains with bf16 storage
+    case Precision::fp8:
+    case Precision::fp4: return 2;  // low-precision GEMMs, bf16 storage
   }
   return 4;
 }

@@ -8,12 +8,13 @@
 
 namespace dtsim {
 
-enum class Precision { fp32, tf32, fp16, bf16, fp8 };
+// fp4: the GEMM rate of the NVFP4 recipe (workloads/precision_recipe), never a storage format.
+enum class Precision { fp32, tf32, fp16, bf16, fp8, fp4 };
 
 // Parses "fp32|tf32|fp16|bf16|fp8"; throws InputError naming `key` and the valid values.
 Precision parse_precision(std::string_view text, std::string_view key);
 std::string_view precision_name(Precision p);
-// Bytes per element of weights/activations stored in this precision (fp8 trains with bf16 storage).
+// Bytes per element of weights/activations stored in this precision (fp8 and fp4 train with bf16 storage).
 double precision_bytes(Precision p);
 
 // Where each group of a part's figures comes from: keys of gpu_documents(), separated by ", "

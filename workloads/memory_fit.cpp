@@ -67,7 +67,9 @@ StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
   const auto share = [&](double per_param, int zero) {
     return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
   };
-  return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts), share(e, 2), share(12, 1)};
+  // A recipe's quantized copies of the layers' weights, as the program builder keeps them.
+  const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layers.replicated / p.tp + experts);
+  return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts) + quantized, share(e, 2), share(12, 1)};
 }
 
 // What one model chunk of a stage keeps per micro-batch (layer_ops' saved bytes per kernel) and
@@ -229,7 +231,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
   p.global_batch = (s.micro_batches > 0 ? s.micro_batches : pp) * s.micro_batch * dp;
   p.zero_stage = s.zero_stage, p.recompute = s.recompute;
   p.sequence_parallel = s.sequence_parallel && tp > 1;
-  p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels;
+  p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels, p.recipe = s.recipe;
   p.stage_layers = stage_split(m, pp).layers;
   return p;
 }

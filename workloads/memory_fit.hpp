@@ -61,6 +61,7 @@ struct TrainingSetup {
   Attention attention = Attention::standard;
   bool dropout = true;
   bool fused_kernels = true;
+  Recipe recipe = Recipe::none;  // FP8/FP4 recipe: its quantized weight copies
 };
 
 // Transformer layers per pipeline stage for `pp` stages: the split `dtsim run` makes of

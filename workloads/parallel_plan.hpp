@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "workloads/model.hpp"
+#include "workloads/precision_recipe.hpp"
 
 namespace dtsim {
 
@@ -81,6 +82,7 @@ struct ParallelPlan {
   Attention attention = Attention::standard;
   bool dropout = true;               // dropout on attention probabilities and layer outputs
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
+  Recipe recipe = Recipe::none;      // FP8/FP4 recipe of the linear layers' GEMMs (training.precision)
   bool loss_scaling = false;         // fp16: gradients are unscaled and checked for inf/NaN each step
   GradAccumulation grad_accumulation = GradAccumulation::fused;
   // Elementwise kernels fused as Megatron, Transformer Engine and torch.compile run them (one

@@ -368,7 +368,11 @@ class StageBuilder {
     const auto share = [&](double bytes_per_param, int stage) {
       return bytes_per_param * (plan_.zero_stage >= stage ? params / dp + experts / edp : params + experts);
     };
-    p_.static_bytes[static_cast<int>(MemCategory::weights)] = e() * (params / (plan_.zero_stage >= 3 ? dp : 1) + experts);
+    // A recipe's quantized copies of the layers' weights (embedding and head stay in BF16).
+    const double quantized =
+        layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).replicated / t() + experts;
+    p_.static_bytes[static_cast<int>(MemCategory::weights)] =
+        e() * (params / (plan_.zero_stage >= 3 ? dp : 1) + experts) + recipe_spec(plan_.recipe).weight_cache_bytes * quantized;
     p_.static_bytes[static_cast<int>(MemCategory::gradients)] = share(e(), 2);
     p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = share(12, 1);
   }

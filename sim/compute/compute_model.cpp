@@ -5,6 +5,10 @@
 #include <array>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "sim/base/error.hpp"
+
 namespace dtsim {
 namespace {
 
@@ -18,14 +22,24 @@ double tile_intensity(const Tile& t) { return t.m * t.n / (t.m + t.n); }
 
 }  // namespace
 
-ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention)
-    : gpu_(gpu), precision_(precision), attention_(attention) {
+ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention, Recipe recipe)
+    : gpu_(gpu),
+      precision_(precision),
+      attention_(attention),
+      recipe_(recipe_spec(recipe != Recipe::none         ? recipe
+                          : precision == Precision::fp8 ? Recipe::fp8_delayed
+                          : precision == Precision::fp4 ? Recipe::nvfp4
+                                                        : Recipe::none)) {
+  if (recipe_.block_scaled && gpu.fp4_flops <= 0)
+    throw InputError(fmt::format("training.precision = {}: GPU '{}' has no block-scaled tensor cores (Blackwell-class "
+                                 "parts, those with an FP4 rate in 'dtsim catalog gpus', have); use fp8_delayed or "
+                                 "fp8_current", recipe_.name, gpu.name));
   hbm_rate_ = gpu.measured_hbm_bytes_per_s > 0 ? gpu.measured_hbm_bytes_per_s
                                                : gpu.hbm_bytes_per_s * kDefaultHbmEfficiency;
-  // FP8 runs the linear layers' GEMMs in FP8 (Transformer Engine); attention, the LM head and
-  // the rest stay in BF16.
+  // A recipe runs the linear layers' GEMMs in FP8 or FP4 (Transformer Engine); attention, the LM
+  // head and the rest stay in BF16.
   run_ = matmul_rate(precision);
-  other_ = precision == Precision::fp8 ? matmul_rate(Precision::bf16) : run_;
+  other_ = recipe_.recipe != Recipe::none ? matmul_rate(Precision::bf16) : run_;
 }
 
 ComputeModel::MatmulRate ComputeModel::matmul_rate(Precision precision) const {
@@ -39,8 +53,10 @@ ComputeModel::MatmulRate ComputeModel::matmul_rate(Precision precision) const {
     else if (gpu_.measured_matmul_fp8_flops > 0)
       sustained = gpu_.measured_matmul_fp8_flops / gpu_.fp8_flops * kSustainedOverBest;
   }
-  // The prologue is a fixed time, worth twice the K steps at FP8's doubled rate.
-  const double depth = precision == Precision::fp8 ? kDepthOverhead * gpu_.fp8_flops / gpu_.bf16_flops : kDepthOverhead;
+  // The prologue is a fixed time, worth twice the K steps at FP8's doubled rate (four at FP4's).
+  const double depth = precision == Precision::fp8   ? kDepthOverhead * gpu_.fp8_flops / gpu_.bf16_flops
+                       : precision == Precision::fp4 ? kDepthOverhead * gpu_.fp4_flops / gpu_.bf16_flops
+                                                     : kDepthOverhead;
   // The sustained rate is that of a large square GEMM, with its own (small) shape losses.
   return {gpu_.peak_flops(precision),
           sustained / shape_efficiency(kReferenceSize, kReferenceSize, kReferenceSize, 1, depth), depth};
@@ -85,13 +101,13 @@ double ComputeModel::gemm_efficiency(double m, double n, double k, double batch)
   return efficiency(run_, m, n, k, batch);
 }
 
-double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bool fp8) const {
-  const MatmulRate& rate = fp8 ? run_ : other_;
+double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bool low_precision) const {
+  const MatmulRate& rate = low_precision ? run_ : other_;
   return 2 * m * n * k * batch / (rate.peak * efficiency(rate, m, n, k, batch));
 }
 
-bool ComputeModel::fp8_gemm(OpKind kind) const {
-  if (precision_ != Precision::fp8) return false;
+bool ComputeModel::low_precision_gemm(OpKind kind) const {
+  if (recipe_.recipe == Recipe::none) return false;
   switch (kind) {
     case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
     case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
@@ -102,15 +118,21 @@ bool ComputeModel::fp8_gemm(OpKind kind) const {
   }
 }
 
-double ComputeModel::fp8_cast_seconds(const StageProgram& p, int op) const {
-  // Transformer Engine casts each FP8 GEMM's BF16 operands with fused cast-transpose kernels
-  // (read 2 bytes, write the FP8 value and its transpose: 4 bytes per element): the input and
-  // the weight before the forward GEMM, the output gradient before the backward GEMMs.
+double ComputeModel::quantize_seconds(const StageProgram& p, int op) const {
+  // Transformer Engine quantizes each low-precision GEMM's BF16 operands with fused kernels (the
+  // recipe's cast bytes per element, after an amax pass with current scaling): the input and the
+  // weight before the forward GEMM, the output gradient before the backward GEMMs. NVFP4 also
+  // transforms the weight-gradient GEMM's operands (random Hadamard transform).
   const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = std::max(1, p.gemm_batch[op]);
-  double elements = 0;
-  if (p.phase[op] != Phase::backward) elements = (m * k + k * n) * b;
-  else if (p.gemm_part[op] != GemmPart::weight_grad) elements = m * n * b;
-  return kFp8CastBytesPerElement * elements / hbm_rate_;
+  double elements = 0, wgrad_operands = 0;
+  if (p.phase[op] != Phase::backward) {
+    elements = (m * k + k * n) * b;
+  } else {
+    if (p.gemm_part[op] != GemmPart::weight_grad) elements = m * n * b;
+    if (p.gemm_part[op] != GemmPart::input_grad) wgrad_operands = (m * n + m * k) * b;
+  }
+  return ((recipe_.cast_bytes + recipe_.amax_bytes) * elements + recipe_.wgrad_extra_bytes * wgrad_operands) /
+         hbm_rate_;
 }
 
 double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) const {
@@ -143,13 +165,17 @@ OpTiming ComputeModel::time(const StageProgram& p, int op) const {
     compute_s = flash_attention_seconds(p, op);
   } else if (p.gemm_m[op] > 0) {
     const double m = p.gemm_m[op], n = p.gemm_n[op], k = p.gemm_k[op], b = p.gemm_batch[op];
-    const bool fp8 = fp8_gemm(p.kind[op]);
+    const bool low = low_precision_gemm(p.kind[op]);
     // Backward of C[m,n] = A[m,k] B[k,n]: dA = dC B^T is [m,n]x[n,k], dB = A^T dC is [k,m]x[m,n].
-    if (p.phase[op] != Phase::backward) compute_s = gemm_seconds(m, n, k, b, fp8);
-    else if (p.gemm_part[op] == GemmPart::input_grad) compute_s = gemm_seconds(m, k, n, b, fp8);
-    else if (p.gemm_part[op] == GemmPart::weight_grad) compute_s = gemm_seconds(k, n, m, b, fp8);
-    else compute_s = gemm_seconds(m, k, n, b, fp8) + gemm_seconds(k, n, m, b, fp8);
-    if (fp8 && (serial_s = fp8_cast_seconds(p, op)) > 0) kernels += p.phase[op] == Phase::backward ? 1 : 2;
+    if (p.phase[op] != Phase::backward) compute_s = gemm_seconds(m, n, k, b, low);
+    else if (p.gemm_part[op] == GemmPart::input_grad) compute_s = gemm_seconds(m, k, n, b, low);
+    else if (p.gemm_part[op] == GemmPart::weight_grad) compute_s = gemm_seconds(k, n, m, b, low);
+    else compute_s = gemm_seconds(m, k, n, b, low) + gemm_seconds(k, n, m, b, low);
+    // The quantizing kernels: one per operand (two with an amax pass first), and the Hadamard
+    // transforms of the weight-gradient operands.
+    if (low && (serial_s = quantize_seconds(p, op)) > 0)
+      kernels += (p.phase[op] == Phase::backward ? 1 : 2) * (recipe_.amax_bytes > 0 ? 2 : 1) +
+                 (p.phase[op] == Phase::backward && recipe_.wgrad_extra_bytes > 0 ? 2 : 0);
   } else {
     compute_s = p.flops[op] / gpu_.fp32_flops;
   }

@@ -26,15 +26,18 @@ struct OpTiming {
 
 class ComputeModel {
  public:
-  ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention = Attention::standard);
+  // recipe: the FP8/FP4 recipe of the linear layers' GEMMs (precision is then its GEMM format;
+  // fp8 without one is fp8_delayed, fp4 nvfp4); throws InputError when the GPU lacks what it needs.
+  ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention = Attention::standard,
+               Recipe recipe = Recipe::none);
   OpTiming time(const StageProgram& program, int op) const;
   // Fraction of the precision's peak that a [m x k] x [k x n] GEMM, `batch` times, reaches.
   double gemm_efficiency(double m, double n, double k, double batch) const;
   double peak_flops() const { return run_.peak; }
   double hbm_bytes_per_s() const { return hbm_rate_; }
-  // Compute time of one GEMM kernel (no launch gap, no HBM bound): at the run's rate if fp8 is
-  // set (FP8 runs), else at the BF16/FP16 rate.
-  double gemm_seconds(double m, double n, double k, double batch, bool fp8) const;
+  // Compute time of one GEMM kernel (no launch gap, no HBM bound): at the run's rate if
+  // low_precision is set (a recipe's FP8/FP4 GEMMs), else at the BF16/FP16 rate.
+  double gemm_seconds(double m, double n, double k, double batch, bool low_precision) const;
   // Slowdown of a kernel that runs while a NCCL collective's kernel is resident: the collective
   // holds one SM per channel, kNcclChannels of them on NVLink GPUs (and takes its share of HBM
   // bandwidth with them), kNcclPcieChannels on PCIe-only ones.
@@ -67,8 +70,6 @@ class ComputeModel {
   // PyTorch's dropout (Philox RNG per element) streams at 953 GB/s on an A100 against 1.61 TB/s
   // for a copy (FlagGems PR #85, torch column at 1e9 elements; Azure STREAM copy).
   static constexpr double kRandomKernelHbmFraction = 953.0 / 1610.0;
-  // Transformer Engine's cast-transpose: read the BF16 element, write its FP8 value and transpose.
-  static constexpr double kFp8CastBytesPerElement = 4;
   // FlashAttention-2 on A100 (Dao 2023, Sec. 4.1): backward up to 63 % of peak against 73 % for
   // the forward; 1.3-1.5x faster than the Triton kernel forward (1.4 taken) and ~2x backward.
   static constexpr double kFlashBackwardOverForward = 0.85;
@@ -87,12 +88,14 @@ class ComputeModel {
   MatmulRate matmul_rate(Precision precision) const;
   double efficiency(const MatmulRate& rate, double m, double n, double k, double batch) const;
   double flash_attention_seconds(const StageProgram& p, int op) const;
-  bool fp8_gemm(OpKind kind) const;
-  double fp8_cast_seconds(const StageProgram& p, int op) const;
+  // Whether the recipe quantizes this GEMM (the linear layers'), and the quantizing passes' time.
+  bool low_precision_gemm(OpKind kind) const;
+  double quantize_seconds(const StageProgram& p, int op) const;
 
   const GpuSpec& gpu_;
   Precision precision_;
   Attention attention_;
+  const RecipeSpec& recipe_;
   // run_: the run's precision; other_: the ops FP8 leaves in BF16 (run_ for other precisions).
   MatmulRate run_, other_;
   double hbm_rate_ = 0;

@@ -563,7 +563,7 @@ class Simulation {
 Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
                std::optional<Protocol> protocol, std::optional<Algorithm> algorithm)
     : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol, algorithm),
-      compute_(gpu, precision, program.plan.attention) {}
+      compute_(gpu, precision, program.plan.attention, program.plan.recipe) {}
 
 EngineResult Engine::run(TraceSink* sink, TraceDetail detail, const EngineOptions& options) {
   if (!options.gpu_speed.empty() && static_cast<int>(options.gpu_speed.size()) != program_.plan.num_ranks())

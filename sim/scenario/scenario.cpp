@@ -59,7 +59,9 @@ constexpr Key kKeys[] = {
      "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
     {"training.micro_batch", "2", "sequences per micro-batch"},
-    {"training.precision", "bf16", "fp32 | tf32 | fp16 | bf16 | fp8"},
+    {"training.precision", "bf16",
+     "fp32 | tf32 | fp16 | bf16 | fp8 (= fp8_delayed) | fp8_delayed | fp8_current | mxfp8 | nvfp4 (Transformer Engine's "
+     "recipes: the linear layers' GEMMs in FP8 or FP4)"},
     {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
     {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
     {"training.dropout", "",
@@ -454,7 +456,19 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   ParallelPlan& p = sc.plan;
   p.global_batch = v.integer("training.global_batch", 1);
   p.micro_batch = v.integer("training.micro_batch", 1);
-  sc.precision = v.parsed([&] { return parse_precision(v.text("training.precision"), "training.precision"); });
+  if (const RecipeSpec* recipe = find_recipe(v.text("training.precision"))) {
+    sc.precision = recipe->fp4 ? Precision::fp4 : Precision::fp8;
+    p.recipe = recipe->recipe;
+  } else {
+    sc.precision = v.parsed([&] {
+      try {
+        return parse_precision(v.text("training.precision"), "training.precision");
+      } catch (const InputError&) {
+        throw InputError(fmt::format("training.precision = '{}': valid values are fp32, tf32, fp16, bf16, fp8, "
+                                     "fp8_delayed, fp8_current, mxfp8, nvfp4", v.text("training.precision")));
+      }
+    });
+  }
   p.weight_bytes = precision_bytes(sc.precision);
   p.loss_scaling = sc.precision == Precision::fp16;
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });

@@ -74,7 +74,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
                      m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),
                      m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
   out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
-                     sc.framework, precision_name(sc.precision), recompute_name(p.recompute), schedule_name(p.schedule),
+                     sc.framework, p.recipe == Recipe::none ? precision_name(sc.precision) : recipe_spec(p.recipe).name, recompute_name(p.recompute), schedule_name(p.schedule),
                      p.zero_stage, node_kind_name(sc.cluster.node_kind), sc.cluster.gpu);
   out += fmt::format("  network            {}\n", network_text(sc));
   out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
