@@ -110,7 +110,7 @@ constexpr Key kKeys[] = {
     {"cluster.degraded_links", "",
      "per-link bandwidth factors DEVICE--DEVICE:FACTOR,... (both directions), e.g. node3.nic0--tor1:0.5"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
-    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes)"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes) | nvls (inside an NVLink domain of NVLink 4+ GPUs on NVLink switches)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
