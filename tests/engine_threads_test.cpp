@@ -156,6 +156,8 @@ TEST_CASE("windows as long as the step's least latency tail: every protocol and 
                         "--parallel.tp=2", "--parallel.pp=2", "--parallel.dp=8", "--parallel.rank_order=tp,dp,pp",
                         "--output.trace_detail=full"}});
   cases.push_back({"gpt-neox-20b-2x3090.ini", {"--cluster.nccl_protocol=ll", "--output.trace_detail=full"}});
+  cases.push_back({"gpt-1.7b-32xa100.ini", {"--cluster.gpu=H100-SXM5-80GB", "--cluster.nccl_algorithm=nvls",
+                                            "--parallel.tp=8", "--parallel.dp=4", "--output.trace_detail=full"}});
   check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1), simulate(sc, 3)); });
 }
 
@@ -166,6 +168,9 @@ TEST_CASE("per-node flow networks give what one flow network gives", "[engine][t
       {"bloom-176b.ini", {}},
       {"deepseek-r1-256xh100.ini", {}},
       {"tests/tiny-pipeline.ini", {"--output.trace_detail=full"}},
+      {"tests/tiny-pipeline.ini",
+       {"--cluster.gpu=B200", "--cluster.node_kind=nvl72", "--cluster.gpus_per_node=72", "--cluster.nodes=2",
+        "--cluster.fabric=rail", "--parallel.tp=8", "--parallel.pp=2", "--parallel.dp=9", "--training.global_batch=18"}},
       {"llama3-405b-16k.ini",
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
         "--cluster.slow_gpus=17:0.8,101:0.9"}},
@@ -223,6 +228,10 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kTpSymmetric
      {"--parallel.tp=2", "--parallel.pp=8", "--parallel.dp=4", "--training.global_batch=32", "--cluster.nodes=8",
       "--cluster.pod_gpus=32", "--cluster.nics_per_node=2", "--parallel.schedule=interleaved",
       "--parallel.virtual_stages=2", "--model.layers=32"}},
+    // Two NVL72 racks on rails: nine TP groups per rack, DP across the racks.
+    {"tests/tiny-pipeline.ini",
+     {"--cluster.gpu=B200", "--cluster.node_kind=nvl72", "--cluster.gpus_per_node=72", "--cluster.nodes=2",
+      "--cluster.fabric=rail", "--parallel.tp=8", "--parallel.pp=2", "--parallel.dp=9", "--training.global_batch=18"}},
 };
 
 TEST_CASE("TP copies' transfers carried by their representative's give what separate transfers give", "[engine][threads]") {

@@ -1,6 +1,9 @@
 // build_cluster: turns a ClusterConfig into a ClusterGraph. Node kinds:
 //  - nvswitch: every GPU has one duplex NVLink (all its links together) to one vertex standing for
 //    the whole NVSwitch plane (DGX/HGX style).
+//  - nvl72: a rack of gpus_per_node GPUs (72 by default), every GPU with one duplex NVLink to one
+//    vertex "nodeN.nvlink_switch" (DeviceKind::nvlink_switch) standing for the rack's NVLink
+//    switch trays; NICs as for nvswitch nodes (one per GPU by default).
 //  - pcie: groups of gpus_per_pcie_switch GPUs under PCIe switches, switches split over the CPU
 //    sockets in contiguous halves, sockets joined by UPI. With p2p = false the switches cannot
 //    forward GPU-to-GPU traffic; we model that by hanging each GPU directly off its CPU socket (no
@@ -8,7 +11,7 @@
 //  - nvlink_pairs: a pcie box plus an NVLink bridge between GPUs 2k and 2k+1.
 // GPU-side PCIe links run at min(cluster.pcie_gen, the GPU's own PCIe gen), x16.
 // Multi-node: nics_per_node NICs per node, NIC k wired by PCIe to GPUs i with i % nics == k
-// (nvswitch nodes) or to PCIe switch k % switches (pcie boxes; CPU socket k % sockets when
+// (nvswitch nodes, nvl72 racks) or to PCIe switch k % switches (pcie boxes; CPU socket k % sockets when
 // p2p = false). NICs go to leaf switches of kLeafPorts ports (NICs in node-major order); with more
 // than one leaf, the spine layer is collapsed into one vertex "spine0" (ideal ECMP): each leaf's
 // uplink carries (its NIC ports * NIC rate) / oversubscription per direction. With spines = N > 0
@@ -88,9 +91,10 @@ void validate(const ClusterConfig& c, const GpuSpec& gpu) {
     require(c.nics_per_node >= 1, "cluster.nics_per_node", c.nics_per_node, "must be >= 1");
     require(std::int64_t{c.nodes} * c.nics_per_node <= limits::kMaxGpus, "cluster.nics_per_node", c.nics_per_node,
             fmt::format("with cluster.nodes = {}: at most {} NICs can be simulated", c.nodes, limits::kMaxGpus));
-    if (c.node_kind == NodeKind::nvswitch) {
+    if (c.node_kind == NodeKind::nvswitch || c.node_kind == NodeKind::nvl72) {
       require(c.nics_per_node <= c.gpus_per_node, "cluster.nics_per_node", c.nics_per_node,
-              fmt::format("must be <= cluster.gpus_per_node ({}) for nvswitch nodes", c.gpus_per_node));
+              fmt::format("must be <= cluster.gpus_per_node ({}) for {} nodes", c.gpus_per_node,
+                          node_kind_name(c.node_kind)));
     }
   }
   if (c.nic_kind != LinkKind::infiniband && c.nic_kind != LinkKind::omnipath &&
@@ -98,7 +102,17 @@ void validate(const ClusterConfig& c, const GpuSpec& gpu) {
     throw InputError(fmt::format("cluster.nic_kind = {}: must be infiniband, omnipath or ethernet",
                                  link_kind_name(c.nic_kind)));
   }
-  if (c.node_kind != NodeKind::nvswitch) {
+  if (c.node_kind == NodeKind::nvl72) {
+    if (gpu.nvlink_gen < 5 || gpu.nvlink_bridge_only)
+      throw InputError(fmt::format("cluster.node_kind = nvl72: cluster.gpu = '{}' has {}; an NVL72 rack needs NVLink 5 "
+                                   "GPUs (GB200, B200); use node_kind = nvswitch for HGX nodes",
+                                   gpu.name, gpu.nvlink_gen > 0 ? fmt::format("NVLink {}", gpu.nvlink_gen) : "no NVLink"));
+    require(c.gpus_per_node % Nvl72Rack::kGpusPerTray == 0 && c.gpus_per_node <= Nvl72Rack::kGpus,
+            "cluster.gpus_per_node", c.gpus_per_node,
+            fmt::format("an nvl72 rack holds {} GPUs, or any multiple of a compute tray's {} up to {} (e.g. 36, 64)",
+                        Nvl72Rack::kGpus, Nvl72Rack::kGpusPerTray, Nvl72Rack::kGpus));
+  }
+  if (c.node_kind == NodeKind::pcie || c.node_kind == NodeKind::nvlink_pairs) {
     require(c.gpus_per_pcie_switch >= 1, "cluster.gpus_per_pcie_switch", c.gpus_per_pcie_switch, "must be >= 1");
     require(c.cpu_sockets == 1 || c.cpu_sockets == 2, "cluster.cpu_sockets", c.cpu_sockets, "must be 1 or 2");
   }
@@ -132,6 +146,8 @@ class Builder {
   }
 
  private:
+  // GPUs on an NVLink switch vertex: nvswitch nodes and nvl72 racks.
+  bool switched() const { return c_.node_kind == NodeKind::nvswitch || c_.node_kind == NodeKind::nvl72; }
   VertexId add(std::string name, DeviceKind kind, int node) {
     return g_.add_device(Device{std::move(name), kind, node, -1});
   }
@@ -147,8 +163,10 @@ class Builder {
     }
     // Vertices the NICs attach to, NIC k to attach[k % size] (nvswitch: to every GPU i ≡ k).
     std::vector<VertexId> attach;
-    if (c_.node_kind == NodeKind::nvswitch) {
-      const VertexId sw = add(fmt::format("node{}.nvswitch", n), DeviceKind::nvswitch, n);
+    if (switched()) {
+      const VertexId sw = c_.node_kind == NodeKind::nvl72
+                              ? add(fmt::format("node{}.nvlink_switch", n), DeviceKind::nvlink_switch, n)
+                              : add(fmt::format("node{}.nvswitch", n), DeviceKind::nvswitch, n);
       for (VertexId v : gpus) g_.add_duplex_link(v, sw, nvlink_kind(gpu_), nvlink_bytes_, kNvlinkLatencyNs);
     } else {
       attach = build_pcie_box(n, gpus);
@@ -163,8 +181,8 @@ class Builder {
     for (int k = 0; k < c_.nics_per_node; ++k) {
       const VertexId nic = add(fmt::format("node{}.nic{}", n, k), DeviceKind::nic, n);
       nics.push_back(nic);
-      if (c_.node_kind == NodeKind::nvswitch) {
-        // An HGX/DGX baseboard's GPU-NIC switches run at the GPU's own PCIe generation.
+      if (switched()) {
+        // An HGX/DGX baseboard's GPU-NIC switches (an NVL72 tray's) run at the GPU's own PCIe generation.
         for (int i = k; i < c_.gpus_per_node; i += c_.nics_per_node) pcie_link(gpus[i], nic, gpu_.pcie_gen);
       } else {
         pcie_link(attach[k % attach.size()], nic, c_.pcie_gen);
@@ -295,10 +313,11 @@ NicPreset parse_nic_preset(std::string_view text, std::string_view key) {
 }
 
 NodeKind parse_node_kind(std::string_view text, std::string_view key) {
-  for (NodeKind k : {NodeKind::nvswitch, NodeKind::pcie, NodeKind::nvlink_pairs}) {
+  for (NodeKind k : {NodeKind::nvswitch, NodeKind::pcie, NodeKind::nvlink_pairs, NodeKind::nvl72}) {
     if (node_kind_name(k) == text) return k;
   }
-  throw InputError(fmt::format("{} = '{}': unknown node kind; valid values: nvswitch, pcie, nvlink_pairs", key, text));
+  throw InputError(
+      fmt::format("{} = '{}': unknown node kind; valid values: nvswitch, pcie, nvlink_pairs, nvl72", key, text));
 }
 
 std::string_view node_kind_name(NodeKind k) {
@@ -306,6 +325,7 @@ std::string_view node_kind_name(NodeKind k) {
     case NodeKind::nvswitch: return "nvswitch";
     case NodeKind::pcie: return "pcie";
     case NodeKind::nvlink_pairs: return "nvlink_pairs";
+    case NodeKind::nvl72: return "nvl72";
   }
   return "?";
 }

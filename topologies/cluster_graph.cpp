@@ -15,7 +15,8 @@ namespace {
 constexpr std::pair<DeviceKind, std::string_view> kDeviceNames[] = {
     {DeviceKind::gpu, "gpu"}, {DeviceKind::nvswitch, "nvswitch"},
     {DeviceKind::pcie_switch, "pcie_switch"}, {DeviceKind::cpu, "cpu"},
-    {DeviceKind::nic, "nic"}, {DeviceKind::network_switch, "network_switch"}};
+    {DeviceKind::nic, "nic"}, {DeviceKind::network_switch, "network_switch"},
+    {DeviceKind::nvlink_switch, "nvlink_switch"}};
 
 constexpr std::pair<LinkKind, std::string_view> kLinkNames[] = {
     {LinkKind::nvlink2, "nvlink2"}, {LinkKind::nvlink3, "nvlink3"},

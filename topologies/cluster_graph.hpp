@@ -12,7 +12,9 @@
 
 namespace dtsim {
 
-enum class DeviceKind { gpu, nvswitch, pcie_switch, cpu, nic, network_switch };
+// nvswitch: the NVSwitches of one HGX/DGX baseboard; nvlink_switch: the NVLink switch tier of a
+// rack (NVL72: switch trays joining the GPUs of several hosts into one NVLink domain).
+enum class DeviceKind { gpu, nvswitch, pcie_switch, cpu, nic, network_switch, nvlink_switch };
 enum class LinkKind {
   nvlink2, nvlink3, nvlink4, nvlink5, nvlink_bridge, pcie3, pcie4, pcie5, pcie6, upi,
   infiniband, omnipath, ethernet

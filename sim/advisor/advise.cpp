@@ -15,6 +15,7 @@
 #include "sim/base/units.hpp"
 #include "sim/scenario/frameworks.hpp"
 #include "sim/scenario/run.hpp"
+#include "topologies/builders.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "topologies/link_catalog.hpp"
 #include "workloads/layer_ops.hpp"
@@ -308,7 +309,9 @@ void simulate(std::vector<AdviseRow>& rows, const AdviseRequest& q, int global_b
   }
 }
 
-// The best layout again with the other node kinds the GPU can have and slower/faster NICs.
+// The best layout again with the other node kinds the GPU can have and slower/faster NICs; on
+// NVLink 5 GPUs also in NVL72 racks (as many GPUs per rack as the layout has, up to 64: its
+// power of two of the rack's 72, each with its own NIC at the rack's 400 Gb/s).
 std::vector<AdviseRow> variants(const AdviseRow& best, const GpuSpec& g) {
   std::vector<AdviseRow> out;
   const auto add = [&](const std::string& kind, int nics, double gbps) {
@@ -321,6 +324,11 @@ std::vector<AdviseRow> variants(const AdviseRow& best, const GpuSpec& g) {
     if (g.nvlink_gen > 0) kinds.push_back(g.nvlink_bridge_only ? "nvlink_pairs" : "nvswitch");
     for (const std::string& k : kinds)
       if (k != best.node_kind) add(k, best.nics_per_node, best.nic_gbps);
+  }
+  if (g.nvlink_gen >= 5 && !g.nvlink_bridge_only && best.num_gpus() % Nvl72Rack::kGpusPerTray == 0) {
+    const int rack = std::min(best.num_gpus(), 64);
+    add(std::string(node_kind_name(NodeKind::nvl72)), rack, Nvl72Rack::kNicGbps);
+    out.back().gpus_per_node = rack, out.back().nodes = best.num_gpus() / rack;
   }
   if (best.nodes > 1)
     for (const auto& [nics, gbps] : {std::pair{1, 100.0}, std::pair{8, 400.0}})

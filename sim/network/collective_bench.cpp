@@ -9,6 +9,7 @@
 
 #include "sim/base/error.hpp"
 #include "sim/network/comm_model.hpp"
+#include "sim/network/nvls.hpp"
 #include "sim/network/transfers.hpp"
 
 namespace dtsim {
@@ -60,6 +61,12 @@ std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKin
   std::vector<int> group(gpus);
   std::iota(group.begin(), group.end(), 0);
   const RingSet rings = comm.rings(group);
+  if (algorithm == Algorithm::nvls && !nvls::applies(kind, rings))
+    throw InputError(fmt::format(
+        "--algo nvls: NVLS cannot run this collective on GPUs 0-{}: it needs an all-reduce, reduce-scatter or "
+        "all-gather over 3 or more GPUs of one NVLink domain on NVLink switches (reduce-scatter and all-gather: at "
+        "most {} GPUs)",
+        gpus - 1, nvls::kMaxArity));
   std::vector<CollectivePoint> out;
   std::vector<HopFlow> hops;
   std::vector<FinishedTransfer> done;
@@ -76,7 +83,10 @@ std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKin
     p.busbw_GBps = p.algbw_GBps * CommModel::bytes_per_hop(kind, 1.0, gpus);
     p.algorithm = cost.algorithm;
     p.protocol = cost.protocol;
-    p.channels = cost.algorithm == Algorithm::hierarchical ? rings.members_per_node : static_cast<int>(rings.rings.size());
+    p.channels = cost.algorithm == Algorithm::hierarchical ? rings.members_per_node
+                 : cost.algorithm == Algorithm::nvls
+                     ? nvls::channels(graph.link(rings.hop_routes[0][0]->links[0]).kind, false)
+                     : static_cast<int>(rings.rings.size());
     out.push_back(p);
     done.clear();
   }

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "sim/base/error.hpp"
+#include "sim/network/nvls.hpp"
 
 namespace dtsim {
 
@@ -34,16 +35,25 @@ std::string_view protocol_name(Protocol p) {
   return p == Protocol::ll ? "ll" : p == Protocol::ll128 ? "ll128" : "simple";
 }
 
+namespace {
+constexpr Algorithm kAlgorithms[] = {Algorithm::ring, Algorithm::tree, Algorithm::hierarchical, Algorithm::nvls};
+}  // namespace
+
 std::string_view algorithm_name(Algorithm a) {
-  return a == Algorithm::ring ? "ring" : a == Algorithm::tree ? "tree" : "hierarchical";
+  switch (a) {
+    case Algorithm::ring: return "ring";
+    case Algorithm::tree: return "tree";
+    case Algorithm::hierarchical: return "hierarchical";
+    case Algorithm::nvls: return "nvls";
+  }
+  return "?";
 }
 
 std::optional<Algorithm> parse_algorithm(std::string_view text, std::string_view key) {
   if (text == "auto") return std::nullopt;
-  if (text == "ring") return Algorithm::ring;
-  if (text == "tree") return Algorithm::tree;
-  if (text == "hierarchical") return Algorithm::hierarchical;
-  throw InputError(fmt::format("{} = '{}': valid values are auto, ring, tree, hierarchical", key, text));
+  for (Algorithm a : kAlgorithms)
+    if (text == algorithm_name(a)) return a;
+  throw InputError(fmt::format("{} = '{}': valid values are auto, ring, tree, hierarchical, nvls", key, text));
 }
 
 std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key) {
@@ -89,6 +99,14 @@ CommModel::CommModel(const ClusterGraph& graph, const Router& router, std::optio
                      std::optional<Algorithm> forced_algorithm)
     : graph_(graph), router_(router), forced_(forced), forced_algorithm_(forced_algorithm),
       nics_per_node_(graph.num_nodes(), 0) {
+  if (forced_algorithm == Algorithm::nvls && !nvls::graph_has_nvls(graph))
+    throw InputError(
+        "NCCL algorithm 'nvls' (cluster.nccl_algorithm, --algo): this cluster has no NVLS (NVLink SHARP) switches; "
+        "NVLS needs GPUs with NVLink 4 or later (H100, H200, B200, GB200) on NVSwitches (cluster.node_kind = "
+        "nvswitch or nvl72)");
+  if (forced_algorithm == Algorithm::nvls && forced && *forced != Protocol::simple)
+    throw InputError(fmt::format("NCCL algorithm 'nvls' runs the simple protocol only; cluster.nccl_protocol = {} "
+                                 "cannot run with it (use auto or simple)", protocol_name(*forced)));
   for (auto v : boost::make_iterator_range(boost::vertices(graph.graph()))) {
     const Device& d = graph.device(v);
     if (d.kind == DeviceKind::nic && d.node >= 0) ++nics_per_node_[d.node];
@@ -139,6 +157,11 @@ RingSet CommModel::rings(std::span<const int> gpus) const {
     }
   }
   const PhaseShape all = shape_of(hops);
+  if (nodes.size() == 1 && n >= 3) {
+    set.nvls = nvls::fabric_of(graph_, *set.hop_routes.front().front());
+    for (const RouteInfo* route : set.hop_routes.front())
+      if (nvls::fabric_of(graph_, *route) != set.nvls) set.nvls = NvlsFabric::none;
+  }
   set.bytes_per_s = all.bytes_per_s;
   set.latency_ns = all.latency_ns;
   set.hop_class = all.hop_class;
@@ -254,6 +277,7 @@ CollectiveCost CommModel::hierarchical_cost(Protocol p, CommKind kind, double by
 
 CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& set) const {
   if (a == Algorithm::hierarchical) return hierarchical_cost(p, kind, bytes, set);
+  if (a == Algorithm::nvls) return nvls::cost(kind, bytes, set, kBaseNs[static_cast<int>(Protocol::simple)]);
   const int n = set.members(), k = static_cast<int>(set.rings.size());
   const int pi = static_cast<int>(p), ci = static_cast<int>(set.hop_class);
   const bool tree = a == Algorithm::tree;
@@ -284,6 +308,7 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
   std::vector<Algorithm> algorithms = {Algorithm::ring};
   if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
   if (hierarchical_applies(kind, set)) algorithms.push_back(Algorithm::hierarchical);
+  if (nvls::applies(kind, set)) algorithms.push_back(Algorithm::nvls);
   // A forced algorithm where it applies; the ring where it does not.
   if (forced_algorithm_ && std::find(algorithms.begin(), algorithms.end(), *forced_algorithm_) != algorithms.end())
     algorithms = {*forced_algorithm_};
@@ -295,6 +320,7 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
   best.estimate_ns = std::numeric_limits<TimeNs>::max();
   for (Algorithm a : algorithms)
     for (Protocol p : protocols) {
+      if (a == Algorithm::nvls && p != Protocol::simple) continue;  // NVLS runs Simple only
       const CollectiveCost c = cost_with(a, p, kind, bytes, set);
       if (c.estimate_ns < best.estimate_ns) best = c;
     }

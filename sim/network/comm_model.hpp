@@ -17,7 +17,8 @@
 // instead of 2 (n - 1)), or hierarchically: a reduce-scatter inside every node, an all-reduce of
 // each local rank's shard across the nodes (every local rank on its own NIC, all at once), and
 // an all-gather inside every node, three phases one after the other, each with its own latency
-// tail (reduce-scatter and all-gather likewise in two phases). The algorithm is the fastest by
+// tail (reduce-scatter and all-gather likewise in two phases). Inside one NVLink domain of NVLink
+// 4+ GPUs on NVLink switches the switches may reduce (NVLS, sim/network/nvls.hpp). The algorithm is the fastest by
 // the estimate unless forced; estimates count the links a collective's own flows share (two
 // rings through one NIC get half of it each). The constants are
 // per link class and protocol, fitted on the 8 x A100 NVSwitch all-reduce sweep of
@@ -44,10 +45,14 @@ enum class Protocol : std::uint8_t { ll, ll128, simple };
 // tree: NCCL's double binary tree for all-reduce across nodes (a chain inside each node, two
 // complementary binary trees over the nodes, each carrying half the data). hierarchical:
 // intra-node reduce-scatter, inter-node all-reduce of each local rank's shard, intra-node
-// all-gather (reduce-scatter and all-gather: the first two / the last two phases).
-enum class Algorithm : std::uint8_t { ring, tree, hierarchical };
+// all-gather (reduce-scatter and all-gather: the first two / the last two phases). nvls: the
+// NVLink switches reduce (sim/network/nvls.hpp), inside one NVLink domain.
+enum class Algorithm : std::uint8_t { ring, tree, hierarchical, nvls };
 // host: GPU-to-GPU through a CPU without peer-to-peer, staged in host memory (NCCL's SHM path).
 enum class HopClass : std::uint8_t { nvlink, pcie, host, network };
+// The switches an NVLS collective reduces in: none (no NVLS), an HGX baseboard's NVSwitches, or
+// a rack's NVLink switch tier (NVL72).
+enum class NvlsFabric : std::uint8_t { none, nvswitch, rack };
 std::string_view protocol_name(Protocol p);
 std::string_view algorithm_name(Algorithm a);
 // "auto" gives nullopt (the model chooses); throw InputError naming the key otherwise.
@@ -78,6 +83,9 @@ struct RingSet {
   double bytes_per_s = 0;               // a ring hop's rate with all rings' hops running (PhaseShape)
   TimeNs latency_ns = 0;                // largest route latency of a hop
   HopClass hop_class = HopClass::nvlink;  // class of the slowest hop
+  // The NVLS fabric every hop of the group crosses when the group lies in one NVLink domain of
+  // NVLink 4+ GPUs on NVLink switches (nvls.hpp), else none.
+  NvlsFabric nvls = NvlsFabric::none;
   // Members per node when every node holds the same number (contiguous in each ring), else 0;
   // trees need it. nodes = members / members_per_node.
   int members_per_node = 0;
@@ -104,6 +112,8 @@ struct CollectiveCost {
 
 class CommModel {
  public:
+  // A forced algorithm runs where it applies and the ring elsewhere; forcing nvls on a graph
+  // without NVLS switches throws InputError.
   CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced = std::nullopt,
             std::optional<Algorithm> forced_algorithm = std::nullopt);
   // Rings over `gpus` (in the group's order; members of a node must be contiguous).

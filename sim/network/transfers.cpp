@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "sim/network/comm_model.hpp"
+#include "sim/network/nvls.hpp"
 
 namespace dtsim {
 
@@ -172,6 +173,13 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
     return;
   }
   const int n = rings.members();
+  if (cost.algorithm == Algorithm::nvls) {
+    // One pipelined flow through the switch: the first ring's hops, each GPU's links once.
+    const double link_bytes = nvls::link_bytes(kind, bytes, n) / cost.wire_factor;
+    for (int i = 0; i < n; ++i)
+      hops.push_back(HopFlow{rings.rings[0][i], rings.rings[0][(i + 1) % n], link_bytes, 0, rings.hop_routes[0][i], 0});
+    return;
+  }
   if (kind == CommKind::all_to_all) {
     lower_all_to_all(bytes / n / cost.wire_factor, rings, hops);
     return;

@@ -53,7 +53,7 @@ bool tp_fold_exact(const Scenario& sc) {
   const bool nics_permute = c.nodes == 1 || nics % tp == 0 || tp % nics == 0;
   const bool nics_on_one_leaf = c.nodes == 1 || c.fabric != Fabric::fat_tree || kLeafPorts % nics == 0;
   return sc.topology_file.empty() && sc.slow_gpus.empty() && sc.degraded_links.empty() &&
-         c.node_kind == NodeKind::nvswitch && sc.plan.order[0] == 't' && c.gpus_per_node % tp == 0 && nics_permute &&
+         (c.node_kind == NodeKind::nvswitch || c.node_kind == NodeKind::nvl72) && sc.plan.order[0] == 't' && c.gpus_per_node % tp == 0 && nics_permute &&
          nics_on_one_leaf && c.spines == 0;
 }
 

@@ -14,11 +14,11 @@ namespace dtsim {
 ClusterGraph make_cluster(const Scenario& scenario);
 
 // Whether permuting the TP ranks of every TP group alike (the same permutation in each) maps the
-// scenario's cluster onto itself, so the engine may fold them (EngineOptions::tp_symmetric): a built
-// cluster of NVSwitch nodes, TP innermost in the rank order with whole groups inside nodes, the
-// NICs wired so that the permutation permutes them too (tp divides the NICs per node or they
-// divide tp), every node's NICs on one leaf (fat tree), single paths (no explicit spines), and
-// no slow GPU or degraded link.
+// scenario's cluster onto itself, so the engine may fold them (EngineOptions::tp_symmetric): a
+// built cluster of NVSwitch nodes or NVL72 racks (every GPU on its domain's switch), TP innermost
+// in the rank order with whole groups inside nodes, the NICs wired so that the permutation
+// permutes them too (tp divides the NICs per node or they divide tp), every node's NICs on one
+// leaf (fat tree), single paths (no explicit spines), and no slow GPU or degraded link.
 bool tp_fold_exact(const Scenario& scenario);
 
 // Validates the layout against the cluster, simulates one step and, when trace_path is set,

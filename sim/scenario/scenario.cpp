@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <boost/any.hpp>
 #include <boost/program_options/parsers.hpp>
 #include <algorithm>
 #include <charconv>
@@ -96,16 +97,17 @@ constexpr Key kKeys[] = {
     {"parallel.rank_order", "tp,cp,dp,pp", "rank-to-GPU mapping, innermost dimension first (cp may be left out: it goes right outside tp)"},
     {"cluster.gpu", "A100-SXM4-80GB", "GPU catalog name (see README)"},
     {"cluster.nodes", "48", "nodes"},
-    {"cluster.gpus_per_node", "8", "GPUs per node"},
-    {"cluster.node_kind", "nvswitch", "nvswitch | pcie | nvlink_pairs"},
+    {"cluster.gpus_per_node", "8", "GPUs per node (one NVLink domain); nvl72: 72 unless given"},
+    {"cluster.node_kind", "nvswitch",
+     "nvswitch (HGX/DGX: 8 GPUs on NVSwitches) | pcie | nvlink_pairs | nvl72 (a rack: one NVLink 5 domain of 72 GPUs, a NIC per GPU)"},
     {"cluster.nvlink_GBps", "0", "NVLink GB/s per GPU per direction; 0 = from the GPU catalog"},
     {"cluster.pcie_gen", "4", "pcie boxes: PCIe generation 3..6 of the x16 links (NVSwitch nodes use the GPU's own)"},
     {"cluster.gpus_per_pcie_switch", "2", "pcie boxes: GPUs under one PCIe switch"},
     {"cluster.cpu_sockets", "1", "pcie boxes: CPU sockets, 1 or 2"},
     {"cluster.p2p", "true", "pcie boxes: true = GPU peer-to-peer through the switch"},
-    {"cluster.nics_per_node", "4", "NICs per node (multi-node)"},
-    {"cluster.nic_gbps", "100", "Gbit/s per NIC"},
-    {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet"},
+    {"cluster.nics_per_node", "4", "NICs per node (multi-node); nvl72: one per GPU unless given"},
+    {"cluster.nic_gbps", "100", "Gbit/s per NIC; nvl72: 400 unless given"},
+    {"cluster.nic_kind", "omnipath", "infiniband | omnipath | ethernet; nvl72: infiniband unless given"},
     {"cluster.oversubscription", "1", "leaf (or rail) to spine oversubscription ratio, >= 1"},
     {"cluster.spines", "0",
      "fat_tree, rail: 0 = one collapsed spine (ideal ECMP) | N explicit spine switches, routes spread by an ECMP hash"},
@@ -118,7 +120,7 @@ constexpr Key kKeys[] = {
     {"cluster.degraded_links", "",
      "per-link bandwidth factors DEVICE--DEVICE:FACTOR,... (both directions), e.g. node3.nic0--tor1:0.5"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
-    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes)"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes) | nvls (inside an NVLink domain of NVLink 4+ GPUs on NVLink switches)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
@@ -405,6 +407,21 @@ void store_builtin_default(const std::string& path, po::variables_map& vm) {
   store_stream(builtin, "built-in default", vm, nullptr);
 }
 
+// An NVL72 rack's own values (topologies/builders.hpp Nvl72Rack) for the cluster keys that the
+// file and the command line leave out: GPUs per rack, a NIC per GPU, their rate and kind.
+void apply_node_kind_defaults(po::variables_map& vm) {
+  if (vm["cluster.node_kind"].as<std::string>() != node_kind_name(NodeKind::nvl72)) return;
+  auto fill = [&](const char* key, const std::string& value) {
+    if (!vm[key].defaulted()) return;
+    vm.erase(key);
+    vm.insert({key, po::variable_value(boost::any(value), true)});
+  };
+  fill("cluster.gpus_per_node", std::to_string(Nvl72Rack::kGpus));
+  fill("cluster.nics_per_node", vm["cluster.gpus_per_node"].as<std::string>());
+  fill("cluster.nic_gbps", fmt::format("{:g}", Nvl72Rack::kNicGbps));
+  fill("cluster.nic_kind", std::string(link_kind_name(Nvl72Rack::kNicKind)));
+}
+
 // Every key = value under its [section], in key order.
 std::string resolved_text(const po::variables_map& vm) {
   std::string text, section;
@@ -428,6 +445,7 @@ std::string resolved_scenario_text(const std::string& path, po::variables_map vm
   store_builtin_default(path, vm);
   po::notify(vm);
   apply_framework(vm, path.empty() ? "built-in default" : path);
+  apply_node_kind_defaults(vm);
   return resolved_text(vm);
 }
 
@@ -450,6 +468,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
     throw InputError(fmt::format("{}: {}", source, e.what()));
   }
   apply_framework(vm, sc.source);
+  apply_node_kind_defaults(vm);
   const Values v(vm, sc.source);
   sc.framework = v.text("training.framework");
   sc.model = read_model(v);

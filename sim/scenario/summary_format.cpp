@@ -20,15 +20,18 @@ std::string network_text(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;
   if (!sc.topology_file.empty()) return fmt::format("as in the topology file {}", sc.topology_file);
   const double nvlink = c.nvlink_GBps > 0 ? c.nvlink_GBps : find_gpu(c.gpu).nvlink_bytes_per_s / 1e9;
+  const bool rack = c.node_kind == NodeKind::nvl72;
   const std::string inside =
       c.node_kind == NodeKind::nvswitch
           ? fmt::format("NVSwitch in each node ({:.0f} GB/s per GPU per direction)", nvlink)
+      : rack ? fmt::format("NVL72 racks: one NVLink domain of {} GPUs per rack ({:.0f} GB/s per GPU per direction)",
+                           c.gpus_per_node, nvlink)
       : c.node_kind == NodeKind::nvlink_pairs
           ? fmt::format("NVLink bridges between GPU pairs ({:.0f} GB/s), PCIe gen {} otherwise", nvlink, c.pcie_gen)
           : fmt::format("PCIe gen {} in each node{}", c.pcie_gen, c.p2p ? "" : " (no peer-to-peer: through the CPU)");
-  if (c.nodes == 1) return inside + "; one node, no NIC used";
-  std::string fabric = fmt::format("{}; {} x {:g} Gb/s {} NICs per node, {} fabric", inside, c.nics_per_node,
-                                   c.nic_gbps, link_kind_name(c.nic_kind), fabric_name(c.fabric));
+  if (c.nodes == 1) return inside + (rack ? "; one rack, no NIC used" : "; one node, no NIC used");
+  std::string fabric = fmt::format("{}; {} x {:g} Gb/s {} NICs per {}, {} fabric", inside, c.nics_per_node, c.nic_gbps,
+                                   link_kind_name(c.nic_kind), rack ? "rack" : "node", fabric_name(c.fabric));
   if (c.oversubscription > 1) fabric += fmt::format(", {:g}:1 oversubscribed", c.oversubscription);
   return fabric;
 }
@@ -73,9 +76,10 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
                      "{} positions, {:.2f} B parameters\n",
                      m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),
                      m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
-  out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} nodes of {}\n",
+  out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} {} of {}\n",
                      sc.framework, p.recipe == Recipe::none ? precision_name(sc.precision) : recipe_spec(p.recipe).name, recompute_name(p.recompute), schedule_name(p.schedule),
-                     p.zero_stage, node_kind_name(sc.cluster.node_kind), sc.cluster.gpu);
+                     p.zero_stage, node_kind_name(sc.cluster.node_kind),
+                     sc.cluster.node_kind == NodeKind::nvl72 ? "racks" : "nodes", sc.cluster.gpu);
   out += fmt::format("  network            {}\n", network_text(sc));
   out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
   out += fmt::format("  throughput         {:.0f} tokens/s\n", s.tokens_per_s);
