@@ -1,6 +1,7 @@
 // End-to-end tests of the dtsim binary: runs, JSON, traces, and every bad input exits 2 with a
 // message naming the key or file and leaves no output file.
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -449,6 +450,17 @@ TEST_CASE("export keeps only the ranks and the window asked for", "[cli][export]
   const Outcome bad_window = run_dtsim("export " + trace + " --chrome " + picked + " --window 2");
   CHECK(bad_window.status == 2);
   CHECK_THAT(bad_window.err, Catch::Contains("--window '2': no ':'"));
+  // OUT.json.gz: the same JSON, gzip'd (what Perfetto opens), a fraction of the size.
+  const std::string gz = (scratch() / "all.json.gz").string();
+  REQUIRE(run_dtsim("export " + trace + " --chrome " + gz).status == 0);
+  gzFile in = gzopen(gz.c_str(), "rb");
+  REQUIRE(in != nullptr);
+  std::string inflated;
+  char buffer[1 << 16];
+  for (int n; (n = gzread(in, buffer, sizeof buffer)) > 0;) inflated.append(buffer, static_cast<std::size_t>(n));
+  CHECK(gzclose(in) == Z_OK);
+  CHECK(inflated == whole);
+  CHECK(std::filesystem::file_size(gz) < whole.size() / 5);
 }
 
 TEST_CASE("parallel sizes left unset are chosen to fit, and the summary says so", "[cli][chosen]") {

@@ -54,7 +54,7 @@ constexpr const char* kUsage =
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
     "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
-    "       dtsim export TRACE.h5 --chrome OUT.json [--ranks 0,3,8-15] [--window START:END]\n"
+    "       dtsim export TRACE.h5 --chrome OUT.json[.gz] [--ranks 0,3,8-15] [--window START:END]\n"
     "       dtsim catalog models|gpus|links|frameworks\n"
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
     "                 [--mode inference|training] [--framework megatron-core] [--recompute full] [--zero N]\n"
@@ -292,7 +292,7 @@ int merge_command(int argc, char** argv) {
 int export_command(int argc, char** argv) {
   po::options_description own("dtsim export options");
   own.add_options()("help,h", "print this help")("trace", po::value<std::string>(), "dtsim HDF5 trace")(
-      "chrome", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE")(
+      "chrome", po::value<std::string>(), "write Chrome trace-event JSON (Perfetto, chrome://tracing) to FILE; gzip'd when FILE ends in .gz")(
       "ranks", po::value<std::string>(), "only these traced ranks: numbers and ranges, e.g. 0,3,8-15")(
       "window", po::value<std::string>(), "only events overlapping START:END seconds of the step, e.g. 2.5:3");
   po::positional_options_description positional;

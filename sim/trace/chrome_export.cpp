@@ -20,6 +20,7 @@
 #include "sim/base/limits.hpp"
 #include "sim/base/safe_write.hpp"
 #include "sim/base/units.hpp"
+#include "sim/trace/gzip_stream.hpp"
 #include "workloads/program.hpp"
 
 namespace dtsim {
@@ -216,6 +217,15 @@ ChromeExportCounts export_chrome_trace(const std::string& trace_path, const std:
                                        const ChromeExportFilter& filter) {
   const TraceContents trace = read_trace(trace_path);
   TempTextFile out(json_path, "--chrome " + json_path);
+  // OUT.json.gz: the same JSON, gzip'd.
+  if (json_path.size() > 3 && json_path.compare(json_path.size() - 3, 3, ".gz") == 0) {
+    GzipStreambuf gzip(out.stream());
+    std::ostream compressed(&gzip);
+    const ChromeExportCounts counts = write_chrome_trace(trace, trace_path, compressed, filter);
+    gzip.finish();
+    out.commit();
+    return counts;
+  }
   const ChromeExportCounts counts = write_chrome_trace(trace, trace_path, out.stream(), filter);
   out.commit();
   return counts;
