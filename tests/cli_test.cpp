@@ -97,9 +97,14 @@ TEST_CASE("the workstation scenario that does not fit says so", "[cli]") {
   const Outcome o = run_dtsim("run " + scenario("gpt-neox-20b-2x3090.ini"));
   CHECK(o.status == 4);  // the summary is printed, and the status says the layout does not fit
   CHECK_THAT(o.out, Catch::Contains("OUT OF MEMORY"));
+  // Which category: Adam's fp32 state of 20.6 B parameters over TP 2 is the largest, 114.86 GiB.
+  CHECK_THAT(o.out, Catch::Contains("at its peak (GiB): weights 19.14, gradients 19.14, optimizer 114.86") &&
+                        Catch::Contains("the largest is optimizer: try parallel.zero_stage >= 1"));
+  const Outcome json = run_dtsim("run " + scenario("gpt-neox-20b-2x3090.ini") + " --json");
+  CHECK_THAT(json.out, Catch::Contains("\"oom_category\": \"gradients\""));
   const Outcome fits = run_dtsim("run " + scenario("gpt2-xl-2x3090.ini") + " --json");
   REQUIRE(fits.status == 0);
-  CHECK_THAT(fits.out, Catch::Contains("\"oom\": false"));
+  CHECK_THAT(fits.out, Catch::Contains("\"oom\": false") && Catch::Contains("\"oom_category\": null"));
 }
 
 TEST_CASE("the DeepSeek-R1 scenario runs end to end with expert parallelism across nodes", "[cli][moe]") {

@@ -54,6 +54,7 @@ struct MemChange {
 std::string_view op_kind_name(OpKind k);
 std::string_view stream_name(Stream s);
 std::string_view phase_name(Phase p);
+std::string_view mem_category_name(MemCategory c);
 // Comma-separated names in enum order (position = value), for trace attributes.
 std::string op_kind_names();
 std::string stream_names();

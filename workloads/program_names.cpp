@@ -28,6 +28,12 @@ std::string_view phase_name(Phase p) {
   return names[static_cast<std::size_t>(p)];
 }
 
+std::string_view mem_category_name(MemCategory c) {
+  static constexpr std::array<std::string_view, kNumMemCategories> names = {"weights", "gradients", "optimizer",
+                                                                            "activations", "buffers"};
+  return names[static_cast<std::size_t>(c)];
+}
+
 namespace {
 template <class Enum>
 std::string joined(std::string_view (*name)(Enum), int count) {

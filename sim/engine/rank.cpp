@@ -66,8 +66,8 @@ void RankEvents::allocate(RankState& s, int rank, TimeNs time, MemCategory c, do
   s.mem[static_cast<int>(c)] += bytes;
   double total = 0;
   for (double b : s.mem) total += b;
-  s.peak = std::max(s.peak, total);
-  if (total > memory_bytes_ && s.oom_time < 0) s.oom_time = time;
+  if (total > s.peak) s.peak = total, s.at_peak = s.mem;
+  if (total > memory_bytes_ && s.oom_time < 0) s.oom_time = time, s.oom_category = static_cast<int>(c);
   if (s.traced) s.memory_records.push_back(MemoryRecord{rank, time, s.mem[0], s.mem[1], s.mem[2], s.mem[3], s.mem[4]});
 }
 

@@ -71,6 +71,11 @@ EngineResult summarize_step(const std::vector<RankState>& ranks, const Program& 
   sum.oom_time_s = ns_to_seconds(oom_time);
   sum.oom_needed_gib = sum.oom ? ranks[oom_rank].peak / kGiB : 0;  // the rank's whole need
   sum.oom_capacity_gib = gpu.memory_bytes / kGiB;
+  static_assert(std::tuple_size_v<decltype(sum.oom_peak_by_category_gib)> == kNumMemCategories);
+  if (sum.oom) {
+    sum.oom_category = ranks[oom_rank].oom_category;
+    for (int c = 0; c < kNumMemCategories; ++c) sum.oom_peak_by_category_gib[c] = ranks[oom_rank].at_peak[c] / kGiB;
+  }
   out.links.reserve(graph.num_links());
   for (int id = 0; id < graph.num_links(); ++id) {
     const Link& l = graph.link(id);

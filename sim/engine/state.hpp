@@ -56,7 +56,9 @@ struct RankState {
   int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
   std::array<double, kNumMemCategories> mem{};
   double peak = 0;
+  std::array<double, kNumMemCategories> at_peak{};  // mem when the peak was reached
   TimeNs oom_time = -1;  // first time over the GPU's memory, -1 when never
+  int oom_category = -1;  // the MemCategory whose growth first went over it
   TimeNs compute_idle_since = 0, last_end = 0;
   TimeNs compute_ns = 0, memory_ns = 0, exposed_ns = 0, bubble_ns = 0;
   std::int64_t events = 0;

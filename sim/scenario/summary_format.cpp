@@ -58,6 +58,38 @@ const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links) {
   return *best;
 }
 
+namespace {
+
+// What to try when a memory category is the largest at the OOM rank's peak.
+std::string_view relief(MemCategory c) {
+  switch (c) {
+    case MemCategory::weights: return "more tp or pp, or parallel.zero_stage = 3";
+    case MemCategory::gradients: return "parallel.zero_stage = 2 or 3, more tp or pp";
+    case MemCategory::optimizer: return "parallel.zero_stage >= 1 over more DP ranks, more tp or pp";
+    case MemCategory::activations:
+      return "training.recompute = selective or full, a smaller training.micro_batch, more tp (with "
+             "parallel.sequence_parallel), pp or parallel.cp";
+    case MemCategory::buffers: return "more GPUs to shard over";
+  }
+  return "";
+}
+
+// The OOM rank's memory by category at its peak, which category went over, and what to try.
+std::string oom_breakdown(const Summary& s) {
+  std::vector<std::string> parts;
+  int largest = 0;
+  for (int c = 0; c < kNumMemCategories; ++c) {
+    parts.push_back(fmt::format("{} {:.2f}", mem_category_name(static_cast<MemCategory>(c)), s.oom_peak_by_category_gib[c]));
+    if (s.oom_peak_by_category_gib[c] > s.oom_peak_by_category_gib[largest]) largest = c;
+  }
+  return fmt::format("                     at its peak (GiB): {}; it went over as its {} grew; the largest is {}: try {}\n",
+                     fmt::join(parts, ", "),
+                     s.oom_category >= 0 ? mem_category_name(static_cast<MemCategory>(s.oom_category)) : "memory",
+                     mem_category_name(static_cast<MemCategory>(largest)), relief(static_cast<MemCategory>(largest)));
+}
+
+}  // namespace
+
 std::string format_summary_text(const Scenario& sc, const Summary& s, const std::vector<LinkRecord>& links,
                                 const std::vector<RankRecord>& ranks) {
   std::string out;
@@ -87,9 +119,11 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   out += fmt::format("  hw TFLOP/s/GPU     {:.1f}\n", s.hw_tflops_per_gpu);
   out += fmt::format("  peak memory        {:.2f} GiB (rank {}) of {:.1f} GiB\n", s.peak_memory_gib,
                      s.peak_memory_rank, s.oom_capacity_gib);
-  if (s.oom)
+  if (s.oom) {
     out += fmt::format("  OUT OF MEMORY      rank {} exceeds the GPU at t = {:.3f} s and needs {:.2f} GiB at its peak; the GPU has {:.2f} GiB\n",
                        s.oom_rank, s.oom_time_s, s.oom_needed_gib, s.oom_capacity_gib);
+    out += oom_breakdown(s);
+  }
   out += fmt::format("  time breakdown     compute {:.1f} %, memory-bound {:.1f} %, exposed comm {:.1f} %, "
                      "bubble {:.1f} %, idle {:.1f} %\n",
                      100 * s.compute, 100 * s.memory_bound, 100 * s.exposed_comm, 100 * s.bubble, 100 * s.idle);
@@ -118,13 +152,14 @@ std::string format_summary_json(const Scenario& sc, const Summary& s, const std:
       "\"oom\": {}, \"oom_rank\": {}, \"oom_time_s\": {:.9g}, \"oom_needed_gib\": {:.9g}, "
       "\"memory_capacity_gib\": {:.9g}, \"num_gpus\": {}, \"events\": {}, \"compute\": {:.9g}, "
       "\"memory_bound\": {:.9g}, \"exposed_comm\": {:.9g}, \"bubble\": {:.9g}, \"idle\": {:.9g}, "
-      "\"most_loaded_link\": {}, \"framework\": {}, \"tp\": {}, \"cp\": {}, \"pp\": {}, \"dp\": {}, \"chosen\": {}}}",
+      "\"most_loaded_link\": {}, \"framework\": {}, \"tp\": {}, \"cp\": {}, \"pp\": {}, \"dp\": {}, \"chosen\": {}, \"oom_category\": {}}}",
       JsonNumber{s.step_time_s}, JsonNumber{s.tokens_per_s}, JsonNumber{s.model_tflops_per_gpu},
       JsonNumber{s.hw_tflops_per_gpu}, JsonNumber{s.mfu}, JsonNumber{s.peak_memory_gib}, s.peak_memory_rank,
       s.oom ? "true" : "false", s.oom_rank, JsonNumber{s.oom_time_s}, JsonNumber{s.oom_needed_gib},
       JsonNumber{s.oom_capacity_gib}, s.num_gpus, s.events, JsonNumber{s.compute}, JsonNumber{s.memory_bound},
       JsonNumber{s.exposed_comm}, JsonNumber{s.bubble}, JsonNumber{s.idle}, loaded, json_string(sc.framework),
-      sc.plan.tp, sc.plan.cp, sc.plan.pp, sc.plan.dp, json_string(sc.chosen));
+      sc.plan.tp, sc.plan.cp, sc.plan.pp, sc.plan.dp, json_string(sc.chosen),
+      s.oom_category >= 0 ? json_string(std::string(mem_category_name(static_cast<MemCategory>(s.oom_category)))) : "null");
 }
 
 }  // namespace dtsim

@@ -69,9 +69,10 @@ PointResult run_point(const SweepPlan& plan, std::int64_t point) {
     if (r.summary.oom) {
       r.status = PointStatus::oom;
       r.message = fmt::format("rank {} needs {:.2f} GiB ({:.0f} bytes) but the GPU holds {:.2f} GiB ({:.0f} bytes); "
-                              "first over at {:.6f} s",
+                              "first over at {:.6f} s, as its {} grew",
                               r.summary.oom_rank, r.summary.oom_needed_gib, r.summary.oom_needed_gib * kGiB,
-                              r.summary.oom_capacity_gib, r.summary.oom_capacity_gib * kGiB, r.summary.oom_time_s);
+                              r.summary.oom_capacity_gib, r.summary.oom_capacity_gib * kGiB, r.summary.oom_time_s,
+                              mem_category_name(static_cast<MemCategory>(std::max(0, r.summary.oom_category))));
       // A step that does not fit has no time to compare: only its memory figures stay.
       for (double* timing : {&r.summary.step_time_s, &r.summary.tokens_per_s, &r.summary.model_tflops_per_gpu,
                              &r.summary.hw_tflops_per_gpu, &r.summary.mfu, &r.summary.compute, &r.summary.memory_bound,

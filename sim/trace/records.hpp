@@ -1,6 +1,7 @@
 // The records a run produces: one per op execution, per memory change, per rank, per link, and
 // the step summary. These are the rows of the HDF5 trace (see README "Trace format").
 #pragma once
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -65,6 +66,10 @@ struct Summary {
   double oom_time_s = 0;
   double oom_needed_gib = 0;            // peak need of the OOM rank
   double oom_capacity_gib = 0;
+  // The OOM rank: the memory category whose growth first went over the GPU (MemCategory, -1 when
+  // none), and its memory by category at its peak (GiB). Text and JSON summaries only.
+  std::int32_t oom_category = -1;
+  std::array<double, 5> oom_peak_by_category_gib{};
   std::int32_t num_gpus = 0;
   std::int64_t events = 0;           // op executions simulated (all ranks)
   // Fractions of step time x GPUs; they sum to 1.
