@@ -96,9 +96,13 @@ PathParams params_of(const ClusterGraph& graph, const RouteInfo& route) {
 }  // namespace
 
 CommModel::CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced,
-                     std::optional<Algorithm> forced_algorithm)
-    : graph_(graph), router_(router), forced_(forced), forced_algorithm_(forced_algorithm),
+                     std::optional<Algorithm> forced_algorithm, const NcclProfile& nccl)
+    : graph_(graph), router_(router), forced_(forced), forced_algorithm_(forced_algorithm), nccl_(nccl),
       nics_per_node_(graph.num_nodes(), 0) {
+  if (forced_algorithm == Algorithm::nvls && !nccl.nvls)
+    throw InputError(fmt::format("NCCL algorithm 'nvls' (cluster.nccl_algorithm, --algo): NCCL {} has no NVLS; it "
+                                 "came with 2.17 (cluster.nccl_version, --nccl)",
+                                 nccl.releases));
   if (forced_algorithm == Algorithm::nvls && !nvls::graph_has_nvls(graph))
     throw InputError(
         "NCCL algorithm 'nvls' (cluster.nccl_algorithm, --algo): this cluster has no NVLS (NVLink SHARP) switches; "
@@ -265,7 +269,7 @@ CollectiveCost CommModel::hierarchical_cost(Protocol p, CommKind kind, double by
     const Phase& ph = phases[k];
     const PhaseShape& shape = ph.intra ? set.intra : set.inter;
     const int steps_n = steps(ph.kind, ph.n);
-    double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[static_cast<int>(shape.hop_class)][pi] + shape.latency_ns));
+    double tail_s = 1e-9 * (nccl_.base_ns[pi] + steps_n * (nccl_.hop_ns[static_cast<int>(shape.hop_class)][pi] + shape.latency_ns));
     if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, ph.bytes / ph.n) / shape.bytes_per_s;
     c.phase_tail_ns[k] = seconds_to_ns(tail_s);
     c.tail_ns += c.phase_tail_ns[k];
@@ -277,7 +281,7 @@ CollectiveCost CommModel::hierarchical_cost(Protocol p, CommKind kind, double by
 
 CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& set) const {
   if (a == Algorithm::hierarchical) return hierarchical_cost(p, kind, bytes, set);
-  if (a == Algorithm::nvls) return nvls::cost(kind, bytes, set, kBaseNs[static_cast<int>(Protocol::simple)]);
+  if (a == Algorithm::nvls) return nvls::cost(kind, bytes, set, nccl_);
   const int n = set.members(), k = static_cast<int>(set.rings.size());
   const int pi = static_cast<int>(p), ci = static_cast<int>(set.hop_class);
   const bool tree = a == Algorithm::tree;
@@ -285,7 +289,7 @@ CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, doub
   // Each channel's part of the message; a tree channel carries half of it on each of its trees.
   const double share = bytes / k / (tree ? 2 : 1);
   const double slice = tree ? share : share / n;  // what one pipeline step moves
-  double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[ci][pi] + set.latency_ns));
+  double tail_s = 1e-9 * (nccl_.base_ns[pi] + steps_n * (nccl_.hop_ns[ci][pi] + set.latency_ns));
   if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, slice) / set.bytes_per_s;
   CollectiveCost c;
   c.algorithm = a;
@@ -308,7 +312,7 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
   std::vector<Algorithm> algorithms = {Algorithm::ring};
   if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
   if (hierarchical_applies(kind, set)) algorithms.push_back(Algorithm::hierarchical);
-  if (nvls::applies(kind, set)) algorithms.push_back(Algorithm::nvls);
+  if (nvls::applies(kind, set, nccl_)) algorithms.push_back(Algorithm::nvls);
   // A forced algorithm where it applies; the ring where it does not.
   if (forced_algorithm_ && std::find(algorithms.begin(), algorithms.end(), *forced_algorithm_) != algorithms.end())
     algorithms = {*forced_algorithm_};
@@ -329,7 +333,7 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
 
 TimeNs CommModel::send_tail(const PathParams& p) const {
   const int ci = static_cast<int>(p.hop_class), pi = static_cast<int>(Protocol::simple);
-  return kBaseNs[pi] + kHopNs[ci][pi] + p.latency_ns;
+  return nccl_.base_ns[pi] + nccl_.hop_ns[ci][pi] + p.latency_ns;
 }
 
 }  // namespace dtsim

@@ -6,7 +6,6 @@
 #include <iterator>
 
 #include "sim/network/comm_model.hpp"
-#include "sim/network/nvls.hpp"
 
 namespace dtsim {
 
@@ -174,8 +173,9 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
   }
   const int n = rings.members();
   if (cost.algorithm == Algorithm::nvls) {
-    // One pipelined flow through the switch: the first ring's hops, each GPU's links once.
-    const double link_bytes = nvls::link_bytes(kind, bytes, n) / cost.wire_factor;
+    // One pipelined flow through the switch: the first ring's hops, each GPU's links once,
+    // carrying what a link carries in its heavier direction (the wire factor holds it).
+    const double link_bytes = bytes / cost.wire_factor;
     for (int i = 0; i < n; ++i)
       hops.push_back(HopFlow{rings.rings[0][i], rings.rings[0][(i + 1) % n], link_bytes, 0, rings.hop_routes[0][i], 0});
     return;
