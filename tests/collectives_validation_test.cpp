@@ -9,7 +9,9 @@
 // GPU-count sweeps of H200 (4-8 GPUs) and B200 (4-8), NVLS and ring, within 10 %. A GB200 NVL72
 // rack (tests/validation/nvl72_collectives.csv, as B200s in an nvl72 rack until the catalog has
 // the GB200: the same NVLink 5 at 900 GB/s) and the recent-NCCL sweeps of 8 x A100 (2.18.5) and
-// 8 x H200 (2.20.5) (tests/validation/nccl_sweeps.csv): each row within its bound_pct, when it has one.
+// 8 x H200 (2.20.5) (tests/validation/nccl_sweeps.csv), and NVLS trees over 4 and 1,024 H100
+// nodes and 2 and 20 NVL72 racks (tests/validation/nvls_tree_collectives.csv): each row within
+// its bound_pct, when it has one.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -175,6 +177,12 @@ void check_rows_of(const std::string& file) {
     // Until the catalog has the GB200: a B200, the same NVLink 5 at 900 GB/s per direction.
     ClusterConfig c = node_of(at("gpu") == "GB200" ? "B200" : at("gpu").c_str(), std::stoi(at("gpus_per_node")),
                               parse_node_kind(at("node_kind"), "node_kind"));
+    if (col.count("nodes")) {  // several nodes: NICs and a fat tree
+      c.nodes = std::stoi(at("nodes"));
+      c.nics_per_node = std::stoi(at("nics_per_node"));
+      const NicPreset nic = parse_nic_preset(at("nic"), "nic");
+      c.nic_kind = nic.kind, c.nic_gbps = nic.gbps;
+    }
     const int gpus = std::stoi(at("gpus"));
     const double bytes = std::stod(at("msg_size_bytes")), measured = std::stod(at("busbw_GBps"));
     const double simulated = sweep_collective(build_cluster(c), parse_collective(at("collective"), "collective"), gpus,
@@ -198,4 +206,9 @@ TEST_CASE("a simulated NVL72 rack matches its measured all-reduce rows within th
 
 TEST_CASE("recent NCCL releases' sweeps of 8 x A100 and 8 x H200 match within their bounds", "[comm][validation][nccl]") {
   check_rows_of("nccl_sweeps.csv");
+}
+
+TEST_CASE("NVLS trees across H100 nodes and NVL72 racks match their measured rows within their bounds",
+          "[comm][validation][nvls]") {
+  check_rows_of("nvls_tree_collectives.csv");
 }

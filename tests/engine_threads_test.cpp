@@ -155,6 +155,10 @@ TEST_CASE("windows as long as the step's least latency tail: every protocol and 
   cases.push_back({"gpt-1.7b-32xa100.ini", {"--cluster.gpu=H100-SXM5-80GB", "--cluster.nccl_algorithm=nvls",
                                             "--cluster.nccl_version=2.27", "--parallel.tp=8", "--parallel.dp=4",
                                             "--output.trace_detail=full"}});
+  // DP groups of 4 GPUs on each of 4 nodes: NVLS inside the nodes, trees across.
+  cases.push_back({"gpt-1.7b-32xa100.ini", {"--cluster.gpu=H100-SXM5-80GB", "--cluster.nccl_algorithm=nvls_tree",
+                                            "--cluster.nccl_version=2.27", "--parallel.tp=2", "--parallel.dp=16",
+                                            "--output.trace_detail=full"}});
   check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1), simulate(sc, 3)); });
 }
 

@@ -129,3 +129,42 @@ TEST_CASE("forcing NVLS is refused where the hardware lacks it", "[comm][nvls]")
   CHECK(parse_algorithm("nvls", "--algo") == Algorithm::nvls);
   CHECK_THROWS_WITH(parse_algorithm("sharp", "--algo"), Catch::Contains("nvls"));
 }
+
+TEST_CASE("NVLS tree: NVLS inside each node while each head's share crosses the nodes, in one phase", "[comm][nvls]") {
+  ClusterConfig c = node_of("H100-SXM5-80GB");
+  c.nodes = 4;
+  c.nics_per_node = 8;
+  c.nic_gbps = 400;
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  const CommModel comm(g, router, std::nullopt, Algorithm::nvls_tree, kNccl);
+  const RingSet rings = comm.rings(first(32));
+  REQUIRE(rings.nvls_intra == NvlsFabric::nvswitch);
+  CHECK(rings.nvls == NvlsFabric::none);  // not one domain
+  CHECK(nvls::tree_applies(CommKind::all_reduce, rings, kNccl));
+  CHECK_FALSE(nvls::tree_applies(CommKind::reduce_scatter, rings, kNccl));
+  CHECK_FALSE(nvls::tree_applies(CommKind::all_reduce, rings, find_nccl_profile("2.17", "test")));
+  const double S = 1 << 30;
+  const CollectiveCost cost = comm.cost(CommKind::all_reduce, S, rings);
+  REQUIRE(cost.algorithm == Algorithm::nvls_tree);
+  CHECK(cost.phases == 1);
+  CHECK(cost.nvls_heads == 8);
+  // Inside: S(1 + 1/8) per NVLink at 0.82 of the ring's rate; across: a head's NIC sends 2 S/8
+  // (an inner node of 4); the slower of the two, after base + NVLS latency + 2 log2(4) network steps.
+  const double intra_s = S * 1.125 / (rings.intra.bytes_per_s * nvls::kWireFactorNvswitch);
+  const double inter_s = 2 * S / 8 / rings.inter.bytes_per_s;
+  const int simple = static_cast<int>(Protocol::simple), network = static_cast<int>(HopClass::network);
+  const TimeNs tail = kNccl.base_ns[simple] + kNccl.nvls_latency_ns + rings.intra.latency_ns +
+                      4 * (kNccl.hop_ns[network][simple] + rings.inter.latency_ns);
+  CHECK(cost.tail_ns == tail);
+  CHECK(ns_to_seconds(cost.estimate_ns) == Approx(ns_to_seconds(tail) + std::max(intra_s, inter_s)).epsilon(1e-6));
+  CHECK(inter_s > intra_s);  // 8 x 400 Gb/s NICs bind, not NVLink
+  // Lowered: 4 NVLS chains of 8 hops, and per head one chain of 3 node pairs each way.
+  std::vector<HopFlow> hops;
+  lower_collective(CommKind::all_reduce, S, rings, cost, hops);
+  CHECK(hops.size() == 4 * 8 + 8 * 3 * 2);
+  // Simulated, the flows take what the estimate says (no other traffic).
+  const CollectivePoint p =
+      sweep_collective(g, CommKind::all_reduce, 32, {S}, std::nullopt, Algorithm::nvls_tree, kNccl).front();
+  CHECK(p.time_s == Approx(ns_to_seconds(cost.estimate_ns)).epsilon(1e-3));
+}

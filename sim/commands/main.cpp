@@ -48,7 +48,7 @@ constexpr const char* kUsage =
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
     "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
-    "                        [--sizes 32K:16G] [--algo auto|ring|tree|hierarchical|nvls] [--nccl VERSION] [--json]\n"
+    "                        [--sizes 32K:16G] [--algo auto|ring|tree|hierarchical|nvls|nvls_tree] [--nccl VERSION] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
@@ -163,7 +163,7 @@ int collective_command(int argc, char** argv) {
       "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
       "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
       "algo", po::value<std::string>()->default_value(""),
-      "algorithm: auto | ring | tree | hierarchical | nvls (default: the scenario's cluster.nccl_algorithm)")(
+      "algorithm: auto | ring | tree | hierarchical | nvls | nvls_tree (default: the scenario's cluster.nccl_algorithm)")(
       "nccl", po::value<std::string>()->default_value(""),
       "NCCL release, e.g. 2.18 or 2.27.7 (default: the scenario's cluster.nccl_version)")("json", "print JSON");
   Command cmd = parse(argc, argv, own);

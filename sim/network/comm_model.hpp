@@ -48,8 +48,9 @@ enum class Protocol : std::uint8_t { ll, ll128, simple };
 // complementary binary trees over the nodes, each carrying half the data). hierarchical:
 // intra-node reduce-scatter, inter-node all-reduce of each local rank's shard, intra-node
 // all-gather (reduce-scatter and all-gather: the first two / the last two phases). nvls: the
-// NVLink switches reduce (sim/network/nvls.hpp), inside one NVLink domain.
-enum class Algorithm : std::uint8_t { ring, tree, hierarchical, nvls };
+// NVLink switches reduce (sim/network/nvls.hpp), inside one NVLink domain; nvls_tree: an
+// all-reduce with NVLS inside each domain and trees between the domains' heads.
+enum class Algorithm : std::uint8_t { ring, tree, hierarchical, nvls, nvls_tree };
 // host: GPU-to-GPU through a CPU without peer-to-peer, staged in host memory (NCCL's SHM path).
 enum class HopClass : std::uint8_t { nvlink, pcie, host, network };
 // The switches an NVLS collective reduces in: none (no NVLS), an HGX baseboard's NVSwitches, or
@@ -97,6 +98,9 @@ struct RingSet {
   // members (rings[0]'s order), all nodes at once; and one ring per local rank over the nodes
   // (the members at the same position in each node), all at once.
   PhaseShape intra, inter;
+  // The NVLS fabric every node's ring crosses when each node holds 3 or more members on NVLink
+  // switches (nvls_tree), else none.
+  NvlsFabric nvls_intra = NvlsFabric::none;
 };
 
 struct CollectiveCost {
@@ -108,7 +112,8 @@ struct CollectiveCost {
   int phases = 1;
   std::array<TimeNs, 3> phase_tail_ns{};
   std::span<const TimeNs> tails() const { return {phase_tail_ns.data(), static_cast<std::size_t>(phases)}; }
-  double wire_factor = 1;    // payload fraction of the bytes on the wire
+  double wire_factor = 1;    // payload fraction of the bytes on the wire (nvls_tree: inside the domains)
+  int nvls_heads = 0;        // nvls_tree: heads per domain, each with its trees across the domains
   TimeNs estimate_ns = 0;    // uncontended time, tail included
 };
 

@@ -40,26 +40,27 @@ constexpr const char* kRecentLatency =
 
 std::vector<NcclProfile> make_profiles() {
   std::vector<NcclProfile> p;
-  p.push_back({"2.8", "2.8 - 2.16", "2021-2023", kLegacyBase, kLegacyHop, kLegacyLatency, false, false, 0, 0, 0, 0, 0,
+  p.push_back({"2.8", "2.8 - 2.16", "2021-2023", kLegacyBase, kLegacyHop, kLegacyLatency, false, false, false, 0, 0, 0, 0, 0,
                "no NVLS algorithm before 2.17 (src/include/devcomm.h v2.16.5: NCCL_NUM_ALGORITHMS 4, Tree, Ring, "
                "CollNet Direct and Chain)"});
-  p.push_back({"2.17", "2.17", "2023", kLegacyBase, kLegacyHop, "as 2.8 (no sweep of 2.17 measured)", true, false, 8,
+  p.push_back({"2.17", "2.17", "2023", kLegacyBase, kLegacyHop, "as 2.8 (no sweep of 2.17 measured)", true, false, false, 8,
                40000, 16, 16, 16,
                "NVLS introduced (src/include/devcomm.h v2.17.1 NCCL_ALGO_NVLS), inside one node only "
                "(src/transport/nvls.cc v2.17.1), NCCL_NVLS_NCHANNELS 16, NCCL_MAX_NVLS_ARITY 8, latency 40 us "
                "(src/graph/tuning.cc v2.17.1 baseLat NVLS Simple)"});
-  p.push_back({"2.18", "2.18 - 2.20", "2023-2024", kRecentBase, kRecentHop, kRecentLatency, true, false, 8, 23000, 16,
+  p.push_back({"2.18", "2.18 - 2.20", "2023-2024", kRecentBase, kRecentHop, kRecentLatency, true, false, true, 8, 23000, 16,
                16, 16,
-               "latency 23 us (src/graph/tuning.cc v2.18.3 baseLat, v2.19.3 hwLat NVLink NVLS Simple), 16 channels, "
+               "NVLS tree across nodes (src/include/devcomm.h v2.18.1 NCCL_ALGO_NVLS_TREE); latency 23 us "
+               "(src/graph/tuning.cc v2.18.3 baseLat, v2.19.3 hwLat NVLink NVLS Simple), 16 channels, "
                "NCCL_MAX_NVLS_ARITY 8; not across the hosts of an NVLink domain (src/transport/nvls.cc v2.20.3: off "
                "with MNNVL)"});
-  p.push_back({"2.21", "2.21 - 2.24", "2024", kRecentBase, kRecentHop, "as 2.18", true, true, 32, 25000, 16, 16, 16,
+  p.push_back({"2.21", "2.21 - 2.24", "2024", kRecentBase, kRecentHop, "as 2.18", true, true, true, 32, 25000, 16, 16, 16,
                "NCCL_MAX_NVLS_ARITY 32 (src/include/device.h v2.21.5), NVLS across the hosts of an NVLink domain "
                "(src/transport/nvls.cc v2.21.5: the MNNVL clique), latency 25 us (src/graph/tuning.cc v2.21.5 hwLat "
                "NVLink NVLS Simple), 16 channels"});
-  p.push_back({"2.25", "2.25 - 2.26", "2025", kRecentBase, kRecentHop, "as 2.18", true, true, 32, 25000, 16, 32, 32,
+  p.push_back({"2.25", "2.25 - 2.26", "2025", kRecentBase, kRecentHop, "as 2.18", true, true, true, 32, 25000, 16, 32, 32,
                "Blackwell: 32 NVLS channels (src/transport/nvls.cc v2.25.1 NVLS_NCHANNELS_SM100), Hopper 16"});
-  p.push_back({"2.27", "2.27 - 2.30", "2025-2026", kRecentBase, kRecentHop, "as 2.18", true, true, 32, 25000, 16, 24,
+  p.push_back({"2.27", "2.27 - 2.30", "2025-2026", kRecentBase, kRecentHop, "as 2.18", true, true, true, 32, 25000, 16, 24,
                32,
                "Blackwell: 24 NVLS channels inside one NVLink domain, 32 when the communicator spans domains "
                "(src/transport/nvls.cc v2.27.7 NVLS_NCHANNELS_SM100_NVL; the same in v2.30.7)"});
@@ -119,9 +120,10 @@ std::string format_nccl_profiles() {
     if (!p.nvls)
       out += fmt::format("  NVLS      none: {}\n", p.nvls_source);
     else
-      out += fmt::format("  NVLS      {}, up to {} heads, {} us, channels Hopper {} Blackwell {} (spanning domains {}): "
-                         "{}\n",
+      out += fmt::format("  NVLS      {}{}, up to {} heads, {} us, channels Hopper {} Blackwell {} (spanning domains "
+                         "{}): {}\n",
                          p.nvls_across_hosts ? "inside NVLink domains, across hosts too" : "inside one host's NVLink",
+                         p.nvls_tree ? "; NVLS trees across domains" : "",
                          p.nvls_arity, p.nvls_latency_ns / 1000.0, p.nvls_channels_hopper, p.nvls_channels_blackwell,
                          p.nvls_channels_blackwell_spanning, p.nvls_source);
   }

@@ -28,6 +28,7 @@ struct NcclProfile {
   // hosts of one NVLink domain (an NVL72 rack: NCCL's multi-node NVLink, MNNVL).
   bool nvls = false;
   bool nvls_across_hosts = false;
+  bool nvls_tree = false;       // NVLS inside each domain and trees across them (multi-node all-reduce)
   int nvls_arity = 0;           // NCCL_MAX_NVLS_ARITY: the most heads (and reduce-scatter/all-gather GPUs)
   TimeNs nvls_latency_ns = 0;   // NCCL's NVLS latency, on top of the Simple launch base
   int nvls_channels_hopper = 0, nvls_channels_blackwell = 0, nvls_channels_blackwell_spanning = 0;

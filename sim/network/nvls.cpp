@@ -2,6 +2,7 @@
 #include "sim/network/nvls.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dtsim::nvls {
 
@@ -61,6 +62,32 @@ CollectiveCost cost(CommKind kind, double bytes, const RingSet& rings, const Ncc
   c.phase_tail_ns[0] = c.tail_ns;
   const double flow_s = bytes / (rings.bytes_per_s * c.wire_factor);
   c.estimate_ns = c.tail_ns + seconds_to_ns(flow_s);
+  return c;
+}
+
+bool tree_applies(CommKind kind, const RingSet& rings, const NcclProfile& nccl) {
+  if (kind != CommKind::all_reduce || !nccl.nvls_tree || rings.nvls_intra == NvlsFabric::none) return false;
+  return rings.nodes() >= 2 && rings.members_per_node >= 3 &&
+         (rings.nvls_intra != NvlsFabric::rack || nccl.nvls_across_hosts);
+}
+
+double tree_nic_bytes(double bytes, int nodes, int heads) { return (nodes > 2 ? 2.0 : 1.0) * bytes / heads; }
+
+CollectiveCost tree_cost(double bytes, const RingSet& rings, const NcclProfile& nccl) {
+  const int m = rings.members_per_node, nodes = rings.nodes(), heads = std::min(m, nccl.nvls_arity);
+  const int simple = static_cast<int>(Protocol::simple), network = static_cast<int>(HopClass::network);
+  CollectiveCost c;
+  c.algorithm = Algorithm::nvls_tree;
+  c.protocol = Protocol::simple;
+  c.nvls_heads = heads;
+  c.wire_factor = wire_factor(rings.nvls_intra) / link_bytes(CommKind::all_reduce, 1.0, m, nccl.nvls_arity);
+  const int depth = static_cast<int>(std::floor(std::log2(nodes)));
+  c.tail_ns = nccl.base_ns[simple] + nccl.nvls_latency_ns + rings.intra.latency_ns +
+              2 * depth * (nccl.hop_ns[network][simple] + rings.inter.latency_ns);
+  c.phase_tail_ns[0] = c.tail_ns;
+  const double intra_s = bytes / (rings.intra.bytes_per_s * c.wire_factor);
+  const double inter_s = tree_nic_bytes(bytes, nodes, heads) / rings.inter.bytes_per_s;
+  c.estimate_ns = c.tail_ns + seconds_to_ns(std::max(intra_s, inter_s));
   return c;
 }
 

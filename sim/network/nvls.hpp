@@ -53,6 +53,22 @@ bool applies(CommKind kind, const RingSet& rings, const NcclProfile& nccl);
 double link_bytes(CommKind kind, double bytes, int n, int arity);
 // NVLS's wire factor on the fabric.
 double wire_factor(NvlsFabric f);
+// NVLS tree (NCCL 2.18+, src/device/all_reduce.h RunWorkColl<ncclFuncAllReduce, ...,
+// NCCL_ALGO_NVLS_TREE, ...>): an all-reduce over the same m >= 3 GPUs in each of N >= 2 NVLS
+// domains. Inside each domain NVLS as above (h = min(m, arity) heads); each head sends its S/h
+// share's sum up a tree over the domains (through its own NIC) and multicasts what comes back
+// down, the stages pipelined through chunks: one phase in which the domains' NVLS flows
+// (S(1 + 1/h) per link) and the heads' network flows run at once. A head's NIC sends its share
+// to its parent and to its children: S/h over two domains, 2 S/h beyond (NCCL's tuning halves
+// the network bandwidth of NVLS_TREE beyond two nodes, src/graph/tuning.cc). Latency: the Simple
+// base, the NVLS latency and 2 log2(N) network steps. Checked on NVIDIA's NVLS-tree plot of 32
+// and 8,192 H100s (collectives.csv c0267-c0274) and two NVL72 racks.
+bool tree_applies(CommKind kind, const RingSet& rings, const NcclProfile& nccl);
+CollectiveCost tree_cost(double bytes, const RingSet& rings, const NcclProfile& nccl);
+// Bytes a head's NIC sends for an NVLS tree all-reduce of `bytes` over `nodes` domains with
+// `heads` heads each.
+double tree_nic_bytes(double bytes, int nodes, int heads);
+
 // The release's NVLS channels (thread blocks) on GPUs whose NVLink is `kind` (NVLink 5:
 // Blackwell; else Hopper) for a communicator inside one NVLink domain or spanning domains.
 int channels(LinkKind kind, bool spans_domains, const NcclProfile& nccl);

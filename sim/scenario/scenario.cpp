@@ -114,7 +114,7 @@ constexpr Key kKeys[] = {
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
     {"cluster.nccl_version", "",
      "the NCCL release the collectives follow, e.g. 2.18 or 2.27.7 (2.8 to 2.30): its protocol latencies and NVLS (dtsim catalog nccl)"},
-    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes) | nvls (inside an NVLink domain of NVLink 4+ GPUs on NVLink switches)"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes) | nvls (inside an NVLink domain of NVLink 4+ GPUs on NVLink switches) | nvls_tree (all-reduce: NVLS inside such domains, trees across them)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
