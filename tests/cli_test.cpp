@@ -189,6 +189,25 @@ TEST_CASE("dtsim collective --algo hierarchical over 4 nodes and cluster.spines"
   CHECK_THAT(clos.err, Catch::Contains("cluster.spines = 2") && Catch::Contains("fat_tree or rail"));
 }
 
+TEST_CASE("dtsim collective --nccl runs a release's protocols and NVLS; --algo nvls needs both", "[cli][comm][nvls]") {
+  const Outcome h200 = run_dtsim("collective --cluster.gpu=H200 --cluster.nodes=1 --sizes 1G --nccl 2.27.7");
+  INFO(h200.err);
+  REQUIRE(h200.status == 0);
+  CHECK_THAT(h200.out, Catch::Contains("NCCL 2.27.7 (profile 2.27: 2.27 - 2.30)") && Catch::Contains("nvls"));
+  const Outcome old = run_dtsim("collective --cluster.gpu=H200 --cluster.nodes=1 --sizes 1G --json");
+  REQUIRE(old.status == 0);
+  CHECK_THAT(old.out, Catch::Contains("\"nccl\": \"2.10.3\"") && !Catch::Contains("nvls"));
+  const Outcome bad = run_dtsim("collective --nccl 2.7");
+  CHECK(bad.status == 2);
+  CHECK_THAT(bad.err, Catch::Contains("--nccl = '2.7'") && Catch::Contains("2.8 to 2.30"));
+  const Outcome a100 = run_dtsim("collective --cluster.nodes=1 --algo nvls --nccl 2.27");
+  CHECK(a100.status == 2);
+  CHECK_THAT(a100.err, Catch::Contains("nvls") && Catch::Contains("NVLink 4"));
+  const Outcome catalog = run_dtsim("catalog nccl");
+  REQUIRE(catalog.status == 0);
+  CHECK_THAT(catalog.out, Catch::Contains("2.17 (NCCL 2.17") && Catch::Contains("NVLS_NCHANNELS_SM100_NVL"));
+}
+
 TEST_CASE("dtsim validate builds rows as scenarios and lists the rest as skipped", "[cli]") {
   const std::string header =
       "run_id,source_id,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch_seqs,"

@@ -1,12 +1,17 @@
 // dtsim's collectives against measured nccl-tests rows of shared/validation/collectives.csv, on
 // clusters described as in each row. Prints the table of (row, measured, simulated, error) and
-// fails beyond the bounds of the network-fidelity issue: 8 x A100 all-reduce within 10 % at
-// 16 GiB and 25 % for every size >= 1 MiB; 8 x H200 ring all-reduce, all-gather and
+// fails beyond the bounds of the network-fidelity issue, each row as its NCCL release runs it
+// (sim/network/nccl_profile.hpp): 8 x A100 all-reduce (2021-era NCCL) within 10 % at 16 GiB and
+// 25 % for every size >= 1 MiB; 8 x H200 ring all-reduce, all-gather and
 // reduce-scatter within 10 %; 4 x 8 B200 over 8 x 400 Gb/s within 15 %; the PCIe rows within 25 %.
-// NVLS (NCCL 2.27.7): 8 x H200 all-reduce 25 % from 2 to 64 MiB and 10 % from 128 MiB; the
+// NCCL 2.27.7: 8 x H200 all-reduce 25 % below 128 MiB (ring LL to 1 MiB, then NVLS) and 10 % from
+// 128 MiB; the
 // GPU-count sweeps of H200 (4-8 GPUs) and B200 (4-8), NVLS and ring, within 10 %. A GB200 NVL72
 // rack (tests/validation/nvl72_collectives.csv, as B200s in an nvl72 rack until the catalog has
-// the GB200: the same NVLink 5 at 900 GB/s): each row within its bound_pct, when it has one.
+// the GB200: the same NVLink 5 at 900 GB/s) and the recent-NCCL sweeps of 8 x A100 (2.18.5) and
+// 8 x H200 (2.20.5) (tests/validation/nccl_sweeps.csv), and NVLS trees over 4 and 1,024 H100
+// nodes and 2 and 20 NVL72 racks (tests/validation/nvls_tree_collectives.csv): each row within
+// its bound_pct, when it has one.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -32,6 +37,7 @@ struct Row {
   int gpus;
   double bytes, measured_busbw, bound;
   std::optional<Algorithm> algorithm = std::nullopt;  // a row measured with NCCL_NVLS_ENABLE=0: ring
+  const char* nccl = "2.8";  // the NCCL release (the 2021-era rows and the undated PCIe rows: 2.8)
 };
 
 ClusterConfig node_of(const char* gpu, int gpus, NodeKind kind) {
@@ -45,7 +51,9 @@ ClusterConfig node_of(const char* gpu, int gpus, NodeKind kind) {
 
 double simulated_busbw(const Row& r) {
   const ClusterGraph g = build_cluster(r.cluster);
-  return sweep_collective(g, r.kind, r.gpus, {r.bytes}, std::nullopt, r.algorithm).front().busbw_GBps;
+  return sweep_collective(g, r.kind, r.gpus, {r.bytes}, std::nullopt, r.algorithm, find_nccl_profile(r.nccl, "nccl"))
+      .front()
+      .busbw_GBps;
 }
 
 std::vector<Row> rows() {
@@ -64,9 +72,18 @@ std::vector<Row> rows() {
   // c0042-c0044: 8 x H200, ring (NVLS off), 16 GiB.
   const ClusterConfig h200 = node_of("H200-SXM-141GB", 8, NodeKind::nvswitch);
   out.push_back({"c0042 8xH200 all_reduce ring", h200, CommKind::all_reduce, 8, 16.0 * (1 << 30), 367.2, 0.10,
-                 Algorithm::ring});
-  out.push_back({"c0043 8xH200 all_gather", h200, CommKind::all_gather, 8, 16.0 * (1 << 30), 361.4, 0.10});
-  out.push_back({"c0044 8xH200 reduce_scatter", h200, CommKind::reduce_scatter, 8, 16.0 * (1 << 30), 362.9, 0.10});
+                 Algorithm::ring, "2.27.7"});
+  out.push_back({"c0043 8xH200 all_gather", h200, CommKind::all_gather, 8, 16.0 * (1 << 30), 361.4, 0.10, std::nullopt,
+                 "2.27.7"});
+  out.push_back({"c0044 8xH200 reduce_scatter", h200, CommKind::reduce_scatter, 8, 16.0 * (1 << 30), 362.9, 0.10,
+                 std::nullopt, "2.27.7"});
+  // c0021-c0026: the same sweep's ring LL below 2 MiB.
+  const double h200_ll[][2] = {{32 << 10, 1.44},  {64 << 10, 2.93},  {128 << 10, 5.73},
+                               {256 << 10, 11.74}, {512 << 10, 23.94}, {1 << 20, 39.93}};
+  int row = 21;
+  for (const auto& [bytes, busbw] : h200_ll)
+    out.push_back({fmt::format("c{:04} 8xH200 all_reduce", row++), h200, CommKind::all_reduce, 8, bytes, busbw, 0.25,
+                   std::nullopt, "2.27.7"});
   // c0027-c0040, c0041: 8 x H200 all-reduce with NCCL 2.27.7's default (NVLS from 2 MiB).
   const double h200_nvls[][2] = {{2 << 20, 64.53},   {4 << 20, 107.16},  {8 << 20, 155.53},  {16 << 20, 219.89},
                                  {32 << 20, 275.84}, {64 << 20, 346.51}, {128 << 20, 401.93}, {256 << 20, 436.15},
@@ -74,9 +91,10 @@ std::vector<Row> rows() {
                                  {4096.0 * (1 << 20), 473.10}, {8192.0 * (1 << 20), 477.45}, {16384.0 * (1 << 20), 482.26}};
   id = 27;
   for (const auto& [bytes, busbw] : h200_nvls)
-    out.push_back({fmt::format("c{:04} 8xH200 all_reduce nvls", id++), h200, CommKind::all_reduce, 8, bytes, busbw,
-                   bytes < 128 << 20 ? 0.25 : 0.10});
-  out.push_back({"c0041 8xH200 all_reduce nvls", h200, CommKind::all_reduce, 8, 16.0 * (1 << 30), 480.0, 0.10});
+    out.push_back({fmt::format("c{:04} 8xH200 all_reduce", id++), h200, CommKind::all_reduce, 8, bytes, busbw,
+                   bytes < 128 << 20 ? 0.25 : 0.10, std::nullopt, "2.27.7"});
+  out.push_back({"c0041 8xH200 all_reduce NVLS on", h200, CommKind::all_reduce, 8, 16.0 * (1 << 30), 480.0, 0.10,
+                 std::nullopt, "2.27.7"});
   // c0045-c0054: 4-8 of the 8 H200, 8 GiB, NCCL's default and ring (NVLS off). At 4 GPUs NCCL
   // keeps the ring where dtsim's estimate takes NVLS (c0045).
   const double h200_counts[][3] = {{4, 363.3, 363.3}, {5, 414.2, 364.4}, {6, 435.6, 365.1}, {7, 460.0, 365.7},
@@ -85,9 +103,9 @@ std::vector<Row> rows() {
   for (const auto& [gpus, automatic, ring] : h200_counts) {
     const int n = static_cast<int>(gpus);
     out.push_back({fmt::format("c{:04} {}xH200 all_reduce", id++, n), h200, CommKind::all_reduce, n, 8.0 * (1 << 30),
-                   automatic, 0.10});
+                   automatic, 0.10, std::nullopt, "2.27"});
     out.push_back({fmt::format("c{:04} {}xH200 all_reduce ring", id++, n), h200, CommKind::all_reduce, n,
-                   8.0 * (1 << 30), ring, 0.10, Algorithm::ring});
+                   8.0 * (1 << 30), ring, 0.10, Algorithm::ring, "2.27"});
   }
   // c0055-c0064: 4-8 of the 8 B200 (p6-b200), 8 GiB, NCCL 2.27.7's default and ring. At 4 and 5
   // GPUs the default is AWS's OFI tuner plugin's choice, the ring (NVLS from 6): compared as ring.
@@ -98,18 +116,20 @@ std::vector<Row> rows() {
   for (const auto& [gpus, automatic, ring] : b200_counts) {
     const int n = static_cast<int>(gpus);
     out.push_back({fmt::format("c{:04} {}xB200 all_reduce", id++, n), b200_node, CommKind::all_reduce, n,
-                   8.0 * (1 << 30), automatic, 0.10, n < 6 ? std::optional(Algorithm::ring) : std::nullopt});
+                   8.0 * (1 << 30), automatic, 0.10, n < 6 ? std::optional(Algorithm::ring) : std::nullopt, "2.27.7"});
     out.push_back({fmt::format("c{:04} {}xB200 all_reduce ring", id++, n), b200_node, CommKind::all_reduce, n,
-                   8.0 * (1 << 30), ring, 0.10, Algorithm::ring});
+                   8.0 * (1 << 30), ring, 0.10, Algorithm::ring, "2.27.7"});
   }
-  out.push_back({"c0103 8xB200 all_reduce nvls", b200_node, CommKind::all_reduce, 8, 16.0 * (1 << 30), 845.67, 0.10});
+  out.push_back({"c0103 8xB200 all_reduce nvls", b200_node, CommKind::all_reduce, 8, 16.0 * (1 << 30), 845.67, 0.10,
+                 std::nullopt, "2.27.7"});
   // c0104: 4 x p6-b200 (8 x B200, 8 x 400 Gb/s EFA per node), 16 GiB.
   ClusterConfig b200 = node_of("B200", 8, NodeKind::nvswitch);
   b200.nodes = 4;
   b200.nics_per_node = 8;
   b200.nic_gbps = 400;
   b200.nic_kind = LinkKind::ethernet;
-  out.push_back({"c0104 4x8 B200 all_reduce", b200, CommKind::all_reduce, 32, 16.0 * (1 << 30), 381.8, 0.15});
+  out.push_back({"c0104 4x8 B200 all_reduce", b200, CommKind::all_reduce, 32, 16.0 * (1 << 30), 381.8, 0.15,
+                 std::nullopt, "2.27.7"});
   // c0232: 2 x RTX 2080 Ti, PCIe 3 x16 under one switch, P2P not supported (SHM path).
   ClusterConfig ti = node_of("RTX-2080Ti", 2, NodeKind::pcie);
   ti.pcie_gen = 3;
@@ -140,31 +160,55 @@ TEST_CASE("simulated collectives match the measured nccl-tests rows within their
   }
 }
 
-TEST_CASE("a simulated NVL72 rack matches its measured all-reduce rows within their bounds", "[comm][validation][nvl72]") {
-  std::ifstream in(std::string(DTSIM_SOURCE_DIR) + "/tests/validation/nvl72_collectives.csv");
+// The rows of a test data file (tests/validation/*.csv: the cluster, NCCL release and
+// algorithm of each measured row): each within its bound_pct where it has one, printed either way.
+void check_rows_of(const std::string& file) {
+  std::ifstream in(std::string(DTSIM_SOURCE_DIR) + "/tests/validation/" + file);
   REQUIRE(in);
   const std::vector<std::vector<std::string>> table = parse_csv(in);
   REQUIRE(table.size() > 1);
   std::map<std::string, std::size_t> col;
   for (std::size_t i = 0; i < table[0].size(); ++i) col[table[0][i]] = i;
-  ClusterConfig rack = node_of("B200", 72, NodeKind::nvl72);
-  std::cout << fmt::format("{:<8} {:>5} {:>12} {:>10} {:>10} {:>8} {:>7}\n", "row", "GPUs", "size (B)", "measured",
-                           "dtsim", "error %", "bound");
-  const ClusterGraph g = build_cluster(rack);
+  std::cout << fmt::format("{}\n{:<12} {:>5} {:>8} {:>12} {:>10} {:>10} {:>8} {:>7}\n", file, "row", "GPUs", "NCCL",
+                           "size (B)", "measured", "dtsim", "error %", "bound");
   for (std::size_t r = 1; r < table.size(); ++r) {
     const auto& row = table[r];
-    const int gpus = std::stoi(row[col["gpus"]]);
-    const double bytes = std::stod(row[col["msg_size_bytes"]]), measured = std::stod(row[col["busbw_GBps"]]);
-    const bool ring = row[col["placement"]].rfind("ring", 0) == 0;
-    const double simulated =
-        sweep_collective(g, CommKind::all_reduce, gpus, {bytes}, std::nullopt, ring ? std::optional(Algorithm::ring) : std::nullopt)
-            .front()
-            .busbw_GBps;
+    const auto at = [&](const char* name) -> const std::string& { return row.at(col.at(name)); };
+    // Until the catalog has the GB200: a B200, the same NVLink 5 at 900 GB/s per direction.
+    ClusterConfig c = node_of(at("gpu") == "GB200" ? "B200" : at("gpu").c_str(), std::stoi(at("gpus_per_node")),
+                              parse_node_kind(at("node_kind"), "node_kind"));
+    if (col.count("nodes")) {  // several nodes: NICs and a fat tree
+      c.nodes = std::stoi(at("nodes"));
+      c.nics_per_node = std::stoi(at("nics_per_node"));
+      const NicPreset nic = parse_nic_preset(at("nic"), "nic");
+      c.nic_kind = nic.kind, c.nic_gbps = nic.gbps;
+    }
+    const int gpus = std::stoi(at("gpus"));
+    const double bytes = std::stod(at("msg_size_bytes")), measured = std::stod(at("busbw_GBps"));
+    const double simulated = sweep_collective(build_cluster(c), parse_collective(at("collective"), "collective"), gpus,
+                                              {bytes}, std::nullopt, parse_algorithm(at("algorithm"), "algorithm"),
+                                              find_nccl_profile(at("nccl_version"), "nccl_version"))
+                                 .front()
+                                 .busbw_GBps;
     const double error = (simulated - measured) / measured;
-    const std::string& bound = row[col["bound_pct"]];
-    std::cout << fmt::format("{:<8} {:>5} {:>12.0f} {:>10.2f} {:>10.2f} {:>8.1f} {:>7}\n", row[col["row_id"]], gpus, bytes,
-                             measured, simulated, 100 * error, bound.empty() ? "-" : bound + "%");
-    INFO(row[col["row_id"]] << ": measured " << measured << " GB/s, simulated " << simulated);
+    const std::string& bound = at("bound_pct");
+    std::cout << fmt::format("{:<12} {:>5} {:>8} {:>12.0f} {:>10.2f} {:>10.2f} {:>8.1f} {:>7}\n", at("row_id"), gpus,
+                             at("nccl_version"), bytes, measured, simulated, 100 * error,
+                             bound.empty() ? "-" : bound + "%");
+    INFO(file << " " << at("row_id") << ": measured " << measured << " GB/s, simulated " << simulated);
     if (!bound.empty()) CHECK(std::abs(error) <= std::stod(bound) / 100);
   }
+}
+
+TEST_CASE("a simulated NVL72 rack matches its measured all-reduce rows within their bounds", "[comm][validation][nvl72]") {
+  check_rows_of("nvl72_collectives.csv");
+}
+
+TEST_CASE("recent NCCL releases' sweeps of 8 x A100 and 8 x H200 match within their bounds", "[comm][validation][nccl]") {
+  check_rows_of("nccl_sweeps.csv");
+}
+
+TEST_CASE("NVLS trees across H100 nodes and NVL72 racks match their measured rows within their bounds",
+          "[comm][validation][nvls]") {
+  check_rows_of("nvls_tree_collectives.csv");
 }

@@ -30,7 +30,8 @@ TEST_CASE("ring all-reduce on an NVSwitch node: base + steps x hop + pipeline fi
   const CollectiveCost cost = comm.cost(CommKind::all_reduce, S, rings);
   CHECK(cost.protocol == Protocol::simple);
   const int simple = static_cast<int>(Protocol::simple), nvlink = static_cast<int>(HopClass::nvlink);
-  const double tail = 1e-9 * (CommModel::kBaseNs[simple] + steps * (CommModel::kHopNs[nvlink][simple] + rings.latency_ns)) +
+  const NcclProfile& nccl = comm.nccl();
+  const double tail = 1e-9 * (nccl.base_ns[simple] + steps * (nccl.hop_ns[nvlink][simple] + rings.latency_ns)) +
                       steps * CommModel::kSimpleSliceBytes / B;
   CHECK(seconds(cost.tail_ns) == Approx(tail).epsilon(1e-6));
   CHECK(seconds(cost.estimate_ns) == Approx(tail + 2.0 * (n - 1) / n * S / B).epsilon(1e-6));
@@ -95,7 +96,7 @@ TEST_CASE("a group across nodes gets one ring per NIC and each ring leaves throu
   const PathParams send = comm.path(0, 8);
   CHECK(send.hop_class == HopClass::network);
   const int simple = static_cast<int>(Protocol::simple), network = static_cast<int>(HopClass::network);
-  CHECK(comm.send_tail(send) == CommModel::kBaseNs[simple] + CommModel::kHopNs[network][simple] + send.latency_ns);
+  CHECK(comm.send_tail(send) == comm.nccl().base_ns[simple] + comm.nccl().hop_ns[network][simple] + send.latency_ns);
 }
 
 TEST_CASE("a double binary tree takes 2 (log2 nodes + chain) steps and wins for small all-reduces across nodes", "[comm]") {

@@ -37,7 +37,7 @@ Run simulate(Scenario sc, EngineOptions options) {
   const ClusterGraph graph = make_cluster(sc);
   validate_scenario(sc, graph.num_gpus());
   const Program program = build_program(sc.model, sc.plan);
-  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm);
+  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm, *sc.nccl);
   if (!sc.slow_gpus.empty()) {
     options.gpu_speed.assign(graph.num_gpus(), 1.0);
     for (const GpuFactor& f : sc.slow_gpus) options.gpu_speed[f.gpu] = f.factor;
@@ -122,7 +122,7 @@ TEST_CASE("a small step's windows on the calling thread give what handed-out win
   const Scenario sc = load("bloom-176b.ini", {});
   const ClusterGraph graph = make_cluster(sc);
   const Program program = build_program(sc.model, sc.plan);
-  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm);
+  Engine engine(program, graph, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm, *sc.nccl);
   REQUIRE(graph.num_gpus() < EngineOptions{}.parallel_from_ranks);
   EngineOptions options;
   options.threads = 2;
@@ -157,7 +157,12 @@ TEST_CASE("windows as long as the step's least latency tail: every protocol and 
                         "--output.trace_detail=full"}});
   cases.push_back({"gpt-neox-20b-2x3090.ini", {"--cluster.nccl_protocol=ll", "--output.trace_detail=full"}});
   cases.push_back({"gpt-1.7b-32xa100.ini", {"--cluster.gpu=H100-SXM5-80GB", "--cluster.nccl_algorithm=nvls",
-                                            "--parallel.tp=8", "--parallel.dp=4", "--output.trace_detail=full"}});
+                                            "--cluster.nccl_version=2.27", "--parallel.tp=8", "--parallel.dp=4",
+                                            "--output.trace_detail=full"}});
+  // DP groups of 4 GPUs on each of 4 nodes: NVLS inside the nodes, trees across.
+  cases.push_back({"gpt-1.7b-32xa100.ini", {"--cluster.gpu=H100-SXM5-80GB", "--cluster.nccl_algorithm=nvls_tree",
+                                            "--cluster.nccl_version=2.27", "--parallel.tp=2", "--parallel.dp=16",
+                                            "--output.trace_detail=full"}});
   check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1), simulate(sc, 3)); });
 }
 

@@ -57,7 +57,8 @@ TEST_CASE("hierarchical all-reduce: intra-node reduce-scatter then NIC all-reduc
   const int simple = static_cast<int>(Protocol::simple);
   const double slice = CommModel::kSimpleSliceBytes;
   auto tail = [&](int steps, HopClass c, const PhaseShape& shape) {
-    return 1e-9 * (CommModel::kBaseNs[simple] + steps * (CommModel::kHopNs[static_cast<int>(c)][simple] + shape.latency_ns)) +
+    const NcclProfile& nccl = comm.nccl();
+    return 1e-9 * (nccl.base_ns[simple] + steps * (nccl.hop_ns[static_cast<int>(c)][simple] + shape.latency_ns)) +
            steps * slice / shape.bytes_per_s;
   };
   const double rs_tail = tail(7, HopClass::nvlink, rings.intra), ar_tail = tail(6, HopClass::network, rings.inter);

@@ -120,7 +120,7 @@ TEST_CASE("BLOOM: the DP reduce-scatter crosses the Omni-Path NICs while pipelin
 
   MemoryTraceSink sink;
   const EngineResult result =
-      Engine(program, g, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm).run(&sink, TraceDetail::all);
+      Engine(program, g, find_gpu(sc.cluster.gpu), sc.precision, sc.protocol, sc.algorithm, *sc.nccl).run(&sink, TraceDetail::all);
   std::vector<const EventRecord*> dp, pp;
   for (const EventRecord& e : sink.events_) {
     if (plan.coords(e.rank).tp != 0) continue;  // TP rank 0 of each replica: NIC 0 of its node

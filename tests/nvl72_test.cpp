@@ -48,14 +48,28 @@ TEST_CASE("an NVL72 rack is one NVLink 5 domain of 72 GPUs on the rack's NVLink 
   // GPU 5 leaves its rack through its own NIC.
   const RouteInfo& across = router.route(5, 72 + 5);
   CHECK(g.device(g.link_target(across.links[0])).name == "node0.nic5");
-  // A collective over the whole rack runs NVLS on the rack tier; one over both racks does not.
-  const CommModel comm(g, router);
+  // On a fat tree each rack's 72 NICs take leaves of their own (32 + 32 + 8), so no route between
+  // racks detours over a rack's NVLink to a NIC on a leaf shared with the other rack.
+  Scenario tree_sc = load(kTwoRacks);
+  tree_sc.cluster.fabric = Fabric::fat_tree;
+  const ClusterGraph tree = make_cluster(tree_sc);
+  const Router tree_router(tree);
+  for (int src : {0, 40, 70})
+    for (int dst : {72, 72 + 35, 72 + 71})
+      for (int l : tree_router.route(src, dst).links) CHECK(tree.link(l).kind != LinkKind::nvlink5);
+  CHECK(tree.device(tree.link_target(tree_router.route(70, 72).links[1])).name == "leaf2");
+  CHECK(tree.device(tree.link_target(tree_router.route(72, 70).links[1])).name == "leaf3");
+  // A collective over the whole rack runs NVLS on the rack tier (NCCL 2.21+: across the rack's
+  // hosts); one over both racks does not.
+  const CommModel comm(g, router, std::nullopt, std::nullopt, find_nccl_profile("2.27", "test"));
   std::vector<int> rack(72), both(144);
   for (int i = 0; i < 144; ++i) both[i] = i;
   for (int i = 0; i < 72; ++i) rack[i] = i;
   CHECK(comm.rings(rack).nvls == NvlsFabric::rack);
   CHECK(comm.cost(CommKind::all_reduce, 1 << 30, comm.rings(rack)).algorithm == Algorithm::nvls);
   CHECK(comm.rings(both).nvls == NvlsFabric::none);
+  const CommModel older(g, router, std::nullopt, std::nullopt, find_nccl_profile("2.20.5", "test"));
+  CHECK(older.cost(CommKind::all_reduce, 1 << 30, older.rings(rack)).algorithm != Algorithm::nvls);
   // Reduce-scatter over more than NCCL_MAX_NVLS_ARITY (32) GPUs is not NVLS.
   CHECK(comm.cost(CommKind::reduce_scatter, 1 << 20, comm.rings(rack)).algorithm != Algorithm::nvls);
 }

@@ -232,19 +232,31 @@ class Builder {
       }
       return;
     }
-    std::vector<VertexId> all_nics;
-    for (const auto& nics : node_nics) all_nics.insert(all_nics.end(), nics.begin(), nics.end());
-    const int total = static_cast<int>(all_nics.size());
-    const int leaves = (total + kLeafPorts - 1) / kLeafPorts;
+    // NICs fill leaves in node-major order; an NVL72 rack's NICs take leaves of their own (a rack
+    // of 72 would otherwise share a leaf with the next, and routes between the two racks would
+    // detour over one rack's NVLink to the few NICs on the shared leaf).
+    std::vector<int> leaf_of;  // per NIC, in node-major order
+    int current = 0, taken = 0;  // the leaf being filled and its ports taken
+    for (const auto& nics : node_nics) {
+      if (c_.node_kind == NodeKind::nvl72 && taken > 0) ++current, taken = 0;
+      for (std::size_t k = 0; k < nics.size(); ++k, ++taken) {
+        if (taken == kLeafPorts) ++current, taken = 0;
+        leaf_of.push_back(current);
+      }
+    }
+    const int leaves = leaf_of.back() + 1;
     std::vector<VertexId> leaf;
     for (int l = 0; l < leaves; ++l) leaf.push_back(add(fmt::format("leaf{}", l), DeviceKind::network_switch, -1));
-    for (int j = 0; j < total; ++j) g_.add_duplex_link(all_nics[j], leaf[j / kLeafPorts], c_.nic_kind, nic_bytes, latency);
+    std::vector<int> ports(leaves, 0);
+    std::size_t j = 0;
+    for (const auto& nics : node_nics)
+      for (VertexId nic : nics) {
+        g_.add_duplex_link(nic, leaf[leaf_of[j]], c_.nic_kind, nic_bytes, latency);
+        ++ports[leaf_of[j++]];
+      }
     if (leaves == 1) return;
     const std::vector<VertexId> spine = add_spines();
-    for (int l = 0; l < leaves; ++l) {
-      const int ports = std::min(kLeafPorts, total - l * kLeafPorts);
-      uplinks(leaf[l], spine, ports * nic_bytes / c_.oversubscription, latency);
-    }
+    for (int l = 0; l < leaves; ++l) uplinks(leaf[l], spine, ports[l] * nic_bytes / c_.oversubscription, latency);
   }
 
   // One collapsed spine, or cluster.spines explicit ones.

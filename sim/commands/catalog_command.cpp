@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/network/comm_model.hpp"
+#include "sim/network/nccl_profile.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/nearest.hpp"
 #include "sim/base/units.hpp"
@@ -113,11 +114,12 @@ void print_frameworks() {
 int catalog_command(int argc, char** argv) {
   const std::string what = argc > 1 ? argv[1] : "";
   if (what == "--help" || what == "-h" || what == "help") {
-    std::cout << "usage: dtsim catalog models|gpus|links|frameworks\n"
+    std::cout << "usage: dtsim catalog models|gpus|links|frameworks|nccl\n"
                  "  models      the model catalog (name, shape, parameters, source)\n"
                  "  gpus        the GPU catalog (memory, rates, NVLink domain, PCIe, TDP, form factor, aliases, sources)\n"
                  "  links       the link catalog (NVLink, PCIe, NICs: bandwidth, latency, source)\n"
-                 "  frameworks  the framework profiles (training.framework) with each setting's source\n";
+                 "  frameworks  the framework profiles (training.framework) with each setting's source\n"
+                 "  nccl        the NCCL version profiles (cluster.nccl_version): latencies, NVLS, sources\n";
     return 0;
   }
   if (argc > 2) throw InputError(fmt::format("dtsim catalog {}: unexpected argument '{}'", what, argv[2]));
@@ -125,8 +127,9 @@ int catalog_command(int argc, char** argv) {
   else if (what == "gpus") print_gpus();
   else if (what == "links") print_links();
   else if (what == "frameworks") print_frameworks();
-  else throw InputError(fmt::format("dtsim catalog '{}'{}: valid catalogs are models, gpus, links, frameworks", what,
-                                    did_you_mean(what, {"models", "gpus", "links", "frameworks"})));
+  else if (what == "nccl") std::cout << format_nccl_profiles();
+  else throw InputError(fmt::format("dtsim catalog '{}'{}: valid catalogs are models, gpus, links, frameworks, nccl",
+                                    what, did_you_mean(what, {"models", "gpus", "links", "frameworks", "nccl"})));
   return 0;
 }
 

@@ -48,14 +48,14 @@ constexpr const char* kUsage =
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
     "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
-    "                        [--sizes 32K:16G] [--algo auto|ring|tree|hierarchical|nvls] [--json]\n"
+    "                        [--sizes 32K:16G] [--algo auto|ring|tree|hierarchical|nvls|nvls_tree] [--nccl VERSION] [--json]\n"
     "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
     "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
     "       dtsim merge OUT.h5 PART.h5... [--csv OUT.csv]\n"
     "       dtsim export TRACE.h5 --chrome OUT.json[.gz] [--ranks 0,3,8-15] [--window START:END]\n"
-    "       dtsim catalog models|gpus|links|frameworks\n"
+    "       dtsim catalog models|gpus|links|frameworks|nccl\n"
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
     "                 [--mode inference|training] [--framework megatron-core] [--recompute full] [--zero N]\n"
     "                 [--dp 1] [--cp 1] [--json]\n"
@@ -163,7 +163,9 @@ int collective_command(int argc, char** argv) {
       "gpus", po::value<int>()->default_value(0), "GPUs in the group (the first N of the cluster); 0 = all")(
       "sizes", po::value<std::string>()->default_value("32K:16G"), "message sizes: powers of two from:to (K, M, G)")(
       "algo", po::value<std::string>()->default_value(""),
-      "algorithm: auto | ring | tree | hierarchical | nvls (default: the scenario's cluster.nccl_algorithm)")("json", "print JSON");
+      "algorithm: auto | ring | tree | hierarchical | nvls | nvls_tree (default: the scenario's cluster.nccl_algorithm)")(
+      "nccl", po::value<std::string>()->default_value(""),
+      "NCCL release, e.g. 2.18 or 2.27.7 (default: the scenario's cluster.nccl_version)")("json", "print JSON");
   Command cmd = parse(argc, argv, own);
   if (cmd.vm.count("help")) {
     print_help(own);
@@ -177,7 +179,10 @@ int collective_command(int argc, char** argv) {
   const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
   const std::optional<Algorithm> algorithm = algo_text.empty() ? sc.algorithm : parse_algorithm(algo_text, "--algo");
   const std::string algo = algorithm ? std::string(algorithm_name(*algorithm)) : "auto";
-  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes, sc.protocol, algorithm);
+  const std::string nccl_text = cmd.vm["nccl"].as<std::string>();
+  const std::string nccl_version = nccl_text.empty() ? sc.nccl_version : nccl_text;
+  const NcclProfile& nccl = nccl_text.empty() ? *sc.nccl : find_nccl_profile(nccl_text, "--nccl");
+  const std::vector<CollectivePoint> points = sweep_collective(graph, kind, gpus, sizes, sc.protocol, algorithm, nccl);
   const std::string op = cmd.vm["op"].as<std::string>();
   if (cmd.vm.count("json")) {
     std::string rows;
@@ -186,10 +191,13 @@ int collective_command(int argc, char** argv) {
                           "\"algorithm\": \"{}\", \"protocol\": \"{}\", \"channels\": {}}}",
                           rows.empty() ? "" : ", ", p.bytes, p.time_s * 1e6, p.algbw_GBps, p.busbw_GBps,
                           algorithm_name(p.algorithm), protocol_name(p.protocol), p.channels);
-    std::cout << fmt::format("{{\"op\": \"{}\", \"algo\": \"{}\", \"gpus\": {}, \"points\": [{}]}}\n", op, algo, gpus, rows);
+    std::cout << fmt::format("{{\"op\": \"{}\", \"algo\": \"{}\", \"gpus\": {}, \"nccl\": \"{}\", \"nccl_profile\": "
+                             "\"{}\", \"points\": [{}]}}\n",
+                             op, algo, gpus, nccl_version, nccl.version, rows);
     return 0;
   }
-  std::cout << fmt::format("# {} ({}) over {} GPUs of {}\n", op, algo, gpus, sc.source);
+  std::cout << fmt::format("# {} ({}) over {} GPUs of {}, NCCL {} (profile {}: {})\n", op, algo, gpus, sc.source,
+                           nccl_version, nccl.version, nccl.releases);
   std::cout << fmt::format("{:>14} {:>12} {:>12} {:>12} {:>12} {:>9} {:>8}\n", "size (B)", "time (us)", "algbw (GB/s)",
                            "busbw (GB/s)", "algorithm", "protocol", "channels");
   for (const CollectivePoint& p : points)

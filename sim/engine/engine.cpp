@@ -32,8 +32,6 @@
 namespace dtsim {
 namespace {
 
-// Every transfer's latency tail holds a launch base: the lookahead of a step with no transfers.
-constexpr TimeNs kLeastBaseNs = *std::min_element(std::begin(CommModel::kBaseNs), std::end(CommModel::kBaseNs));
 
 // A group's collective lowered: its kind, size, cost and flows.
 struct Lowered {
@@ -126,7 +124,8 @@ class Simulation {
       });
     });
     const TimeNs step_least = *std::min_element(least.begin(), least.end());
-    return step_least == Transfers::kNever ? kLeastBaseNs : step_least;
+    // Every transfer's latency tail holds a launch base: the lookahead of a step with no transfers.
+    return step_least == Transfers::kNever ? comm_.nccl().least_base_ns() : step_least;
   }
 
   EngineResult run() {
@@ -531,7 +530,7 @@ class Simulation {
   std::vector<Domain> nodes_;     // node domains
   NodeDomains domains_;
   std::vector<SendPath> send_paths_;  // per rank: to the previous stage, to the next
-  TimeNs lookahead_ = kLeastBaseNs;  // prepare_transfers()
+  TimeNs lookahead_ = 0;  // prepare_transfers()
   TimeNs window_end_ = 0;        // the current window is [earliest event, window_end_)
   TimeNs ranks_next_ = Transfers::kNever;       // the ranks' and node domains' earliest event after the window
   TimeNs deliveries_next_ = Transfers::kNever;  // the earliest delivery of the last merge
@@ -561,8 +560,8 @@ class Simulation {
 }  // namespace
 
 Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
-               std::optional<Protocol> protocol, std::optional<Algorithm> algorithm)
-    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol, algorithm),
+               std::optional<Protocol> protocol, std::optional<Algorithm> algorithm, const NcclProfile& nccl)
+    : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol, algorithm, nccl),
       compute_(gpu, precision, program.plan.attention, program.plan.recipe) {}
 
 EngineResult Engine::run(TraceSink* sink, TraceDetail detail, const EngineOptions& options) {

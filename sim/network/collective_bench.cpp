@@ -53,20 +53,26 @@ std::vector<double> parse_size_sweep(std::string_view text, std::string_view key
 
 std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKind kind, int gpus,
                                               const std::vector<double>& sizes, std::optional<Protocol> protocol,
-                                              std::optional<Algorithm> algorithm) {
+                                              std::optional<Algorithm> algorithm, const NcclProfile& nccl) {
   if (gpus < 2 || gpus > graph.num_gpus())
     throw InputError(fmt::format("--gpus {}: need 2 .. {} (the GPUs of the cluster)", gpus, graph.num_gpus()));
   const Router router(graph);
-  const CommModel comm(graph, router, protocol, algorithm);
+  const CommModel comm(graph, router, protocol, algorithm, nccl);
   std::vector<int> group(gpus);
   std::iota(group.begin(), group.end(), 0);
   const RingSet rings = comm.rings(group);
-  if (algorithm == Algorithm::nvls && !nvls::applies(kind, rings))
+  if (algorithm == Algorithm::nvls_tree && !nvls::tree_applies(kind, rings, nccl))
     throw InputError(fmt::format(
-        "--algo nvls: NVLS cannot run this collective on GPUs 0-{}: it needs an all-reduce, reduce-scatter or "
-        "all-gather over 3 or more GPUs of one NVLink domain on NVLink switches (reduce-scatter and all-gather: at "
-        "most {} GPUs)",
-        gpus - 1, nvls::kMaxArity));
+        "--algo nvls_tree: NCCL {} cannot run this collective as an NVLS tree on GPUs 0-{}: it needs an all-reduce "
+        "over the same 3 or more GPUs in each of 2 or more NVLink domains on NVLink switches{}",
+        nccl.releases, gpus - 1, nccl.nvls_tree ? "" : " (NVLS trees came with 2.18)"));
+  if (algorithm == Algorithm::nvls && !nvls::applies(kind, rings, nccl))
+    throw InputError(fmt::format(
+        "--algo nvls: NCCL {} cannot run this collective as NVLS on GPUs 0-{}: it needs an all-reduce, "
+        "reduce-scatter or all-gather over 3 or more GPUs of one NVLink domain on NVLink switches (reduce-scatter and "
+        "all-gather: at most {} GPUs{})",
+        nccl.releases, gpus - 1, nccl.nvls_arity,
+        nccl.nvls_across_hosts ? "" : "; across the hosts of an NVL72 rack from NCCL 2.21"));
   std::vector<CollectivePoint> out;
   std::vector<HopFlow> hops;
   std::vector<FinishedTransfer> done;
@@ -83,10 +89,11 @@ std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKin
     p.busbw_GBps = p.algbw_GBps * CommModel::bytes_per_hop(kind, 1.0, gpus);
     p.algorithm = cost.algorithm;
     p.protocol = cost.protocol;
+    const LinkKind nvlink = graph.link(rings.hop_routes[0][0]->links[0]).kind;
     p.channels = cost.algorithm == Algorithm::hierarchical ? rings.members_per_node
-                 : cost.algorithm == Algorithm::nvls
-                     ? nvls::channels(graph.link(rings.hop_routes[0][0]->links[0]).kind, false)
-                     : static_cast<int>(rings.rings.size());
+                 : cost.algorithm == Algorithm::nvls       ? nvls::channels(nvlink, false, nccl)
+                 : cost.algorithm == Algorithm::nvls_tree  ? nvls::channels(nvlink, true, nccl)
+                                                           : static_cast<int>(rings.rings.size());
     out.push_back(p);
     done.clear();
   }

@@ -19,7 +19,8 @@ struct CollectivePoint {
   double busbw_GBps = 0;  // algbw x 2(n-1)/n (all-reduce) or x (n-1)/n (reduce-scatter, all-gather)
   Algorithm algorithm = Algorithm::ring;
   Protocol protocol = Protocol::simple;
-  int channels = 1;       // rings (tree: channels of two trees each; hierarchical: rings across the nodes)
+  int channels = 1;       // rings (tree: channels of two trees each; hierarchical: rings across the nodes;
+                          // nvls: the release's NVLS thread blocks)
 };
 
 // "all_reduce" | "reduce_scatter" | "all_gather"; throws InputError naming `key`.
@@ -29,9 +30,10 @@ CommKind parse_collective(std::string_view text, std::string_view key);
 std::vector<double> parse_size_sweep(std::string_view text, std::string_view key);
 
 // A collective over GPUs 0..gpus-1 of `graph`, one size at a time on an idle network, with the
-// algorithm and protocol chosen per size (or forced).
+// algorithm and protocol chosen per size (or forced), as NCCL release `nccl` runs it.
 std::vector<CollectivePoint> sweep_collective(const ClusterGraph& graph, CommKind kind, int gpus,
                                               const std::vector<double>& sizes, std::optional<Protocol> protocol,
-                                              std::optional<Algorithm> algorithm = std::nullopt);
+                                              std::optional<Algorithm> algorithm = std::nullopt,
+                                              const NcclProfile& nccl = legacy_nccl_profile());
 
 }  // namespace dtsim

@@ -36,7 +36,8 @@ std::string_view protocol_name(Protocol p) {
 }
 
 namespace {
-constexpr Algorithm kAlgorithms[] = {Algorithm::ring, Algorithm::tree, Algorithm::hierarchical, Algorithm::nvls};
+constexpr Algorithm kAlgorithms[] = {Algorithm::ring, Algorithm::tree, Algorithm::hierarchical, Algorithm::nvls,
+                                     Algorithm::nvls_tree};
 }  // namespace
 
 std::string_view algorithm_name(Algorithm a) {
@@ -45,6 +46,7 @@ std::string_view algorithm_name(Algorithm a) {
     case Algorithm::tree: return "tree";
     case Algorithm::hierarchical: return "hierarchical";
     case Algorithm::nvls: return "nvls";
+    case Algorithm::nvls_tree: return "nvls_tree";
   }
   return "?";
 }
@@ -53,7 +55,8 @@ std::optional<Algorithm> parse_algorithm(std::string_view text, std::string_view
   if (text == "auto") return std::nullopt;
   for (Algorithm a : kAlgorithms)
     if (text == algorithm_name(a)) return a;
-  throw InputError(fmt::format("{} = '{}': valid values are auto, ring, tree, hierarchical, nvls", key, text));
+  throw InputError(
+      fmt::format("{} = '{}': valid values are auto, ring, tree, hierarchical, nvls, nvls_tree", key, text));
 }
 
 std::optional<Protocol> parse_protocol(std::string_view text, std::string_view key) {
@@ -96,17 +99,27 @@ PathParams params_of(const ClusterGraph& graph, const RouteInfo& route) {
 }  // namespace
 
 CommModel::CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced,
-                     std::optional<Algorithm> forced_algorithm)
-    : graph_(graph), router_(router), forced_(forced), forced_algorithm_(forced_algorithm),
+                     std::optional<Algorithm> forced_algorithm, const NcclProfile& nccl)
+    : graph_(graph), router_(router), forced_(forced), forced_algorithm_(forced_algorithm), nccl_(nccl),
       nics_per_node_(graph.num_nodes(), 0) {
-  if (forced_algorithm == Algorithm::nvls && !nvls::graph_has_nvls(graph))
-    throw InputError(
-        "NCCL algorithm 'nvls' (cluster.nccl_algorithm, --algo): this cluster has no NVLS (NVLink SHARP) switches; "
-        "NVLS needs GPUs with NVLink 4 or later (H100, H200, B200, GB200) on NVSwitches (cluster.node_kind = "
-        "nvswitch or nvl72)");
-  if (forced_algorithm == Algorithm::nvls && forced && *forced != Protocol::simple)
-    throw InputError(fmt::format("NCCL algorithm 'nvls' runs the simple protocol only; cluster.nccl_protocol = {} "
-                                 "cannot run with it (use auto or simple)", protocol_name(*forced)));
+  if (forced_algorithm == Algorithm::nvls || forced_algorithm == Algorithm::nvls_tree) {
+    const std::string_view name = algorithm_name(*forced_algorithm);
+    const bool tree = forced_algorithm == Algorithm::nvls_tree;
+    if (!(tree ? nccl.nvls_tree : nccl.nvls))
+      throw InputError(fmt::format("NCCL algorithm '{}' (cluster.nccl_algorithm, --algo): NCCL {} has no {}; it came "
+                                   "with {} (cluster.nccl_version, --nccl)",
+                                   name, nccl.releases, tree ? "NVLS tree" : "NVLS", tree ? "2.18" : "2.17"));
+    if (!nvls::graph_has_nvls(graph))
+      throw InputError(fmt::format(
+          "NCCL algorithm '{}' (cluster.nccl_algorithm, --algo): this cluster has no NVLS (NVLink SHARP) switches; "
+          "NVLS needs GPUs with NVLink 4 or later (H100, H200, B200, GB200) on NVSwitches (cluster.node_kind = "
+          "nvswitch or nvl72)",
+          name));
+    if (forced && *forced != Protocol::simple)
+      throw InputError(fmt::format("NCCL algorithm '{}' runs the simple protocol only; cluster.nccl_protocol = {} "
+                                   "cannot run with it (use auto or simple)",
+                                   name, protocol_name(*forced)));
+  }
   for (auto v : boost::make_iterator_range(boost::vertices(graph.graph()))) {
     const Device& d = graph.device(v);
     if (d.kind == DeviceKind::nic && d.node >= 0) ++nics_per_node_[d.node];
@@ -176,6 +189,13 @@ RingSet CommModel::rings(std::span<const int> gpus) const {
     for (int i = 0; i < m; ++i)
       for (int node = 0; node < nodes; ++node) hops.emplace_back(order[node * m + i], order[(node + 1) % nodes * m + i]);
     set.inter = shape_of(hops);
+    if (m >= 3) {
+      set.nvls_intra = nvls::fabric_of(graph_, router_.route(order[0], order[1]));
+      for (int node = 0; node < nodes; ++node)
+        for (int i = 0; i < m; ++i)
+          if (nvls::fabric_of(graph_, router_.route(order[node * m + i], order[node * m + (i + 1) % m])) != set.nvls_intra)
+            set.nvls_intra = NvlsFabric::none;
+    }
   }
   return set;
 }
@@ -265,7 +285,7 @@ CollectiveCost CommModel::hierarchical_cost(Protocol p, CommKind kind, double by
     const Phase& ph = phases[k];
     const PhaseShape& shape = ph.intra ? set.intra : set.inter;
     const int steps_n = steps(ph.kind, ph.n);
-    double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[static_cast<int>(shape.hop_class)][pi] + shape.latency_ns));
+    double tail_s = 1e-9 * (nccl_.base_ns[pi] + steps_n * (nccl_.hop_ns[static_cast<int>(shape.hop_class)][pi] + shape.latency_ns));
     if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, ph.bytes / ph.n) / shape.bytes_per_s;
     c.phase_tail_ns[k] = seconds_to_ns(tail_s);
     c.tail_ns += c.phase_tail_ns[k];
@@ -277,7 +297,8 @@ CollectiveCost CommModel::hierarchical_cost(Protocol p, CommKind kind, double by
 
 CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& set) const {
   if (a == Algorithm::hierarchical) return hierarchical_cost(p, kind, bytes, set);
-  if (a == Algorithm::nvls) return nvls::cost(kind, bytes, set, kBaseNs[static_cast<int>(Protocol::simple)]);
+  if (a == Algorithm::nvls) return nvls::cost(kind, bytes, set, nccl_);
+  if (a == Algorithm::nvls_tree) return nvls::tree_cost(bytes, set, nccl_);
   const int n = set.members(), k = static_cast<int>(set.rings.size());
   const int pi = static_cast<int>(p), ci = static_cast<int>(set.hop_class);
   const bool tree = a == Algorithm::tree;
@@ -285,7 +306,7 @@ CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, doub
   // Each channel's part of the message; a tree channel carries half of it on each of its trees.
   const double share = bytes / k / (tree ? 2 : 1);
   const double slice = tree ? share : share / n;  // what one pipeline step moves
-  double tail_s = 1e-9 * (kBaseNs[pi] + steps_n * (kHopNs[ci][pi] + set.latency_ns));
+  double tail_s = 1e-9 * (nccl_.base_ns[pi] + steps_n * (nccl_.hop_ns[ci][pi] + set.latency_ns));
   if (p == Protocol::simple) tail_s += steps_n * std::min(kSimpleSliceBytes, slice) / set.bytes_per_s;
   CollectiveCost c;
   c.algorithm = a;
@@ -308,7 +329,8 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
   std::vector<Algorithm> algorithms = {Algorithm::ring};
   if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
   if (hierarchical_applies(kind, set)) algorithms.push_back(Algorithm::hierarchical);
-  if (nvls::applies(kind, set)) algorithms.push_back(Algorithm::nvls);
+  if (nvls::applies(kind, set, nccl_)) algorithms.push_back(Algorithm::nvls);
+  if (nvls::tree_applies(kind, set, nccl_)) algorithms.push_back(Algorithm::nvls_tree);
   // A forced algorithm where it applies; the ring where it does not.
   if (forced_algorithm_ && std::find(algorithms.begin(), algorithms.end(), *forced_algorithm_) != algorithms.end())
     algorithms = {*forced_algorithm_};
@@ -320,7 +342,7 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
   best.estimate_ns = std::numeric_limits<TimeNs>::max();
   for (Algorithm a : algorithms)
     for (Protocol p : protocols) {
-      if (a == Algorithm::nvls && p != Protocol::simple) continue;  // NVLS runs Simple only
+      if ((a == Algorithm::nvls || a == Algorithm::nvls_tree) && p != Protocol::simple) continue;  // Simple only
       const CollectiveCost c = cost_with(a, p, kind, bytes, set);
       if (c.estimate_ns < best.estimate_ns) best = c;
     }
@@ -329,7 +351,7 @@ CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) 
 
 TimeNs CommModel::send_tail(const PathParams& p) const {
   const int ci = static_cast<int>(p.hop_class), pi = static_cast<int>(Protocol::simple);
-  return kBaseNs[pi] + kHopNs[ci][pi] + p.latency_ns;
+  return nccl_.base_ns[pi] + nccl_.hop_ns[ci][pi] + p.latency_ns;
 }
 
 }  // namespace dtsim

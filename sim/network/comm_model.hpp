@@ -17,12 +17,13 @@
 // instead of 2 (n - 1)), or hierarchically: a reduce-scatter inside every node, an all-reduce of
 // each local rank's shard across the nodes (every local rank on its own NIC, all at once), and
 // an all-gather inside every node, three phases one after the other, each with its own latency
-// tail (reduce-scatter and all-gather likewise in two phases). Inside one NVLink domain of NVLink
-// 4+ GPUs on NVLink switches the switches may reduce (NVLS, sim/network/nvls.hpp). The algorithm is the fastest by
-// the estimate unless forced; estimates count the links a collective's own flows share (two
-// rings through one NIC get half of it each). The constants are
-// per link class and protocol, fitted on the 8 x A100 NVSwitch all-reduce sweep of
-// shared/validation/collectives.csv and checked on the other rows (tests/collectives_validation_test).
+// tail (reduce-scatter and all-gather likewise in two phases). Inside one NVLink domain of
+// NVLink 4+ GPUs on NVLink switches the switches may reduce (NVLS, sim/network/nvls.hpp). The
+// algorithm is the fastest by the estimate unless forced; estimates count the links a
+// collective's own flows share (two rings through one NIC get half of it each). The achievable
+// fractions are per link kind; the latency constants per hop class and protocol belong to the
+// NCCL release (sim/network/nccl_profile.hpp), each fitted on a measured sweep of its era and
+// checked on the other rows (tests/collectives_validation_test).
 #pragma once
 #include <array>
 #include <optional>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "sim/base/units.hpp"
+#include "sim/network/nccl_profile.hpp"
 #include "topologies/cluster_graph.hpp"
 #include "topologies/routing.hpp"
 #include "workloads/program.hpp"
@@ -46,8 +48,9 @@ enum class Protocol : std::uint8_t { ll, ll128, simple };
 // complementary binary trees over the nodes, each carrying half the data). hierarchical:
 // intra-node reduce-scatter, inter-node all-reduce of each local rank's shard, intra-node
 // all-gather (reduce-scatter and all-gather: the first two / the last two phases). nvls: the
-// NVLink switches reduce (sim/network/nvls.hpp), inside one NVLink domain.
-enum class Algorithm : std::uint8_t { ring, tree, hierarchical, nvls };
+// NVLink switches reduce (sim/network/nvls.hpp), inside one NVLink domain; nvls_tree: an
+// all-reduce with NVLS inside each domain and trees between the domains' heads.
+enum class Algorithm : std::uint8_t { ring, tree, hierarchical, nvls, nvls_tree };
 // host: GPU-to-GPU through a CPU without peer-to-peer, staged in host memory (NCCL's SHM path).
 enum class HopClass : std::uint8_t { nvlink, pcie, host, network };
 // The switches an NVLS collective reduces in: none (no NVLS), an HGX baseboard's NVSwitches, or
@@ -95,6 +98,9 @@ struct RingSet {
   // members (rings[0]'s order), all nodes at once; and one ring per local rank over the nodes
   // (the members at the same position in each node), all at once.
   PhaseShape intra, inter;
+  // The NVLS fabric every node's ring crosses when each node holds 3 or more members on NVLink
+  // switches (nvls_tree), else none.
+  NvlsFabric nvls_intra = NvlsFabric::none;
 };
 
 struct CollectiveCost {
@@ -106,16 +112,19 @@ struct CollectiveCost {
   int phases = 1;
   std::array<TimeNs, 3> phase_tail_ns{};
   std::span<const TimeNs> tails() const { return {phase_tail_ns.data(), static_cast<std::size_t>(phases)}; }
-  double wire_factor = 1;    // payload fraction of the bytes on the wire
+  double wire_factor = 1;    // payload fraction of the bytes on the wire (nvls_tree: inside the domains)
+  int nvls_heads = 0;        // nvls_tree: heads per domain, each with its trees across the domains
   TimeNs estimate_ns = 0;    // uncontended time, tail included
 };
 
 class CommModel {
  public:
   // A forced algorithm runs where it applies and the ring elsewhere; forcing nvls on a graph
-  // without NVLS switches throws InputError.
+  // without NVLS switches, or with an NCCL release without NVLS, throws InputError. `nccl`: the
+  // release whose protocol latencies and NVLS the collectives follow.
   CommModel(const ClusterGraph& graph, const Router& router, std::optional<Protocol> forced = std::nullopt,
-            std::optional<Algorithm> forced_algorithm = std::nullopt);
+            std::optional<Algorithm> forced_algorithm = std::nullopt, const NcclProfile& nccl = legacy_nccl_profile());
+  const NcclProfile& nccl() const { return nccl_; }
   // Rings over `gpus` (in the group's order; members of a node must be contiguous).
   RingSet rings(std::span<const int> gpus) const;
   PathParams path(int src_gpu, int dst_gpu) const;
@@ -150,12 +159,6 @@ class CommModel {
   // rank sends, S/n to every other rank).
   static double bytes_per_hop(CommKind kind, double bytes, int n);
 
-  // Launch and setup of a collective kernel, per protocol (LL, LL128, Simple).
-  static constexpr TimeNs kBaseNs[3] = {30000, 50000, 30000};
-  // Per-step hop latency beyond the route latency, per hop class (NVLink, PCIe, network) and
-  // protocol.
-  static constexpr TimeNs kHopNs[4][3] = {
-      {3400, 2400, 3400}, {4000, 3500, 5500}, {4000, 3500, 5500}, {5000, 8000, 14000}};
   // Payload fraction on the wire: LL sends a flag with every 8 bytes, LL128 with every 128.
   static constexpr double kWireFactor[3] = {0.5, 120.0 / 128.0, 1.0};
   // Host staging (no P2P): each byte is copied into pinned host memory and out again, reaching
@@ -184,6 +187,7 @@ class CommModel {
   const Router& router_;
   std::optional<Protocol> forced_;
   std::optional<Algorithm> forced_algorithm_;
+  const NcclProfile& nccl_;
   std::vector<int> nics_per_node_;
 };
 

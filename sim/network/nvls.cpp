@@ -2,6 +2,7 @@
 #include "sim/network/nvls.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace dtsim::nvls {
 
@@ -30,34 +31,63 @@ bool graph_has_nvls(const ClusterGraph& graph) {
   return false;
 }
 
-bool applies(CommKind kind, const RingSet& rings) {
+bool applies(CommKind kind, const RingSet& rings, const NcclProfile& nccl) {
   const int n = rings.members();
-  if (rings.nvls == NvlsFabric::none || n < 3) return false;
+  if (!nccl.nvls || rings.nvls == NvlsFabric::none || n < 3) return false;
+  if (rings.nvls == NvlsFabric::rack && !nccl.nvls_across_hosts) return false;
   if (kind == CommKind::all_reduce) return true;
-  return (kind == CommKind::reduce_scatter || kind == CommKind::all_gather) && n <= kMaxArity;
+  return (kind == CommKind::reduce_scatter || kind == CommKind::all_gather) && n <= nccl.nvls_arity;
 }
 
-double link_bytes(CommKind kind, double bytes, int n) {
-  if (kind == CommKind::all_reduce) return bytes * (1 + 1.0 / std::min(n, kMaxArity));
+double link_bytes(CommKind kind, double bytes, int n, int arity) {
+  if (kind == CommKind::all_reduce) return bytes * (1 + 1.0 / std::min(n, arity));
   return bytes;  // reduce-scatter: S up; all-gather: S down
 }
 
 double wire_factor(NvlsFabric f) { return f == NvlsFabric::rack ? kWireFactorRack : kWireFactorNvswitch; }
 
-int channels(LinkKind kind, bool spans_domains) {
-  if (kind == LinkKind::nvlink5) return spans_domains ? 32 : 24;
-  return 16;
+int channels(LinkKind kind, bool spans_domains, const NcclProfile& nccl) {
+  if (kind != LinkKind::nvlink5) return nccl.nvls_channels_hopper;
+  return spans_domains ? nccl.nvls_channels_blackwell_spanning : nccl.nvls_channels_blackwell;
 }
 
-CollectiveCost cost(CommKind kind, double bytes, const RingSet& rings, TimeNs base_ns) {
+CollectiveCost cost(CommKind kind, double bytes, const RingSet& rings, const NcclProfile& nccl) {
   CollectiveCost c;
   c.algorithm = Algorithm::nvls;
   c.protocol = Protocol::simple;
-  c.wire_factor = wire_factor(rings.nvls);
-  c.tail_ns = base_ns + kLatencyNs + rings.latency_ns;
+  // The payload's share of what a link carries: its heavier direction's bytes per payload byte,
+  // at NVLS's share of the link.
+  c.wire_factor = wire_factor(rings.nvls) / link_bytes(kind, 1.0, rings.members(), nccl.nvls_arity);
+  c.tail_ns = nccl.base_ns[static_cast<int>(Protocol::simple)] + nccl.nvls_latency_ns + rings.latency_ns;
   c.phase_tail_ns[0] = c.tail_ns;
-  const double flow_s = link_bytes(kind, bytes, rings.members()) / (rings.bytes_per_s * c.wire_factor);
+  const double flow_s = bytes / (rings.bytes_per_s * c.wire_factor);
   c.estimate_ns = c.tail_ns + seconds_to_ns(flow_s);
+  return c;
+}
+
+bool tree_applies(CommKind kind, const RingSet& rings, const NcclProfile& nccl) {
+  if (kind != CommKind::all_reduce || !nccl.nvls_tree || rings.nvls_intra == NvlsFabric::none) return false;
+  return rings.nodes() >= 2 && rings.members_per_node >= 3 &&
+         (rings.nvls_intra != NvlsFabric::rack || nccl.nvls_across_hosts);
+}
+
+double tree_nic_bytes(double bytes, int nodes, int heads) { return (nodes > 2 ? 2.0 : 1.0) * bytes / heads; }
+
+CollectiveCost tree_cost(double bytes, const RingSet& rings, const NcclProfile& nccl) {
+  const int m = rings.members_per_node, nodes = rings.nodes(), heads = std::min(m, nccl.nvls_arity);
+  const int simple = static_cast<int>(Protocol::simple), network = static_cast<int>(HopClass::network);
+  CollectiveCost c;
+  c.algorithm = Algorithm::nvls_tree;
+  c.protocol = Protocol::simple;
+  c.nvls_heads = heads;
+  c.wire_factor = wire_factor(rings.nvls_intra) / link_bytes(CommKind::all_reduce, 1.0, m, nccl.nvls_arity);
+  const int depth = static_cast<int>(std::floor(std::log2(nodes)));
+  c.tail_ns = nccl.base_ns[simple] + nccl.nvls_latency_ns + rings.intra.latency_ns +
+              2 * depth * (nccl.hop_ns[network][simple] + rings.inter.latency_ns);
+  c.phase_tail_ns[0] = c.tail_ns;
+  const double intra_s = bytes / (rings.intra.bytes_per_s * c.wire_factor);
+  const double inter_s = tree_nic_bytes(bytes, nodes, heads) / rings.inter.bytes_per_s;
+  c.estimate_ns = c.tail_ns + seconds_to_ns(std::max(intra_s, inter_s));
   return c;
 }
 

@@ -6,7 +6,6 @@
 #include <iterator>
 
 #include "sim/network/comm_model.hpp"
-#include "sim/network/nvls.hpp"
 
 namespace dtsim {
 
@@ -134,6 +133,25 @@ void lower_hierarchical(CommKind kind, double bytes, const RingSet& rings, const
   }
 }
 
+// NVLS tree (nvls.hpp): one phase; per node, its NVLS flow over its members' hops through the
+// switch (chain = node); per head (the first h local ranks), one flow up and down a chain over
+// the nodes' GPUs at its position carrying its S/h share each way (an inner node's NIC sends
+// 2 S/h, as NCCL's tuning counts a tree beyond two nodes).
+void lower_nvls_tree(double bytes, const RingSet& rings, const CollectiveCost& cost, std::vector<HopFlow>& hops) {
+  const int m = rings.members_per_node, nodes = rings.nodes();
+  const std::vector<int>& order = rings.rings.front();
+  for (int node = 0; node < nodes; ++node)
+    for (int i = 0; i < m; ++i)
+      hops.push_back(HopFlow{order[node * m + i], order[node * m + (i + 1) % m], bytes / cost.wire_factor, 0, nullptr, node});
+  const double share = bytes / cost.nvls_heads;
+  for (int head = 0; head < cost.nvls_heads; ++head)
+    for (int node = 0; node + 1 < nodes; ++node) {
+      const int a = order[node * m + head], b = order[(node + 1) * m + head];
+      hops.push_back(HopFlow{a, b, share, 0, nullptr, nodes + head});
+      hops.push_back(HopFlow{b, a, share, 0, nullptr, nodes + head});
+    }
+}
+
 // All-to-all: every rank sends `share` (S/n) to every other, all at once. Inside one node, one
 // flow per pair. Across nodes (equal members per node, contiguous in the first ring) as NCCL's
 // PXN and DeepSeek's DeepEP route it: what a rank sends to another node goes in one flow to the
@@ -172,10 +190,15 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
     lower_hierarchical(kind, bytes, rings, cost, hops);
     return;
   }
+  if (cost.algorithm == Algorithm::nvls_tree) {
+    lower_nvls_tree(bytes, rings, cost, hops);
+    return;
+  }
   const int n = rings.members();
   if (cost.algorithm == Algorithm::nvls) {
-    // One pipelined flow through the switch: the first ring's hops, each GPU's links once.
-    const double link_bytes = nvls::link_bytes(kind, bytes, n) / cost.wire_factor;
+    // One pipelined flow through the switch: the first ring's hops, each GPU's links once,
+    // carrying what a link carries in its heavier direction (the wire factor holds it).
+    const double link_bytes = bytes / cost.wire_factor;
     for (int i = 0; i < n; ++i)
       hops.push_back(HopFlow{rings.rings[0][i], rings.rings[0][(i + 1) % n], link_bytes, 0, rings.hop_routes[0][i], 0});
     return;

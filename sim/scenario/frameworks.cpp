@@ -44,6 +44,9 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.grad_reduce_fp32", "false", kMegatronGradFp32, PC::fp16},
                    {"parallel.sequence_parallel", "false", "sequence parallelism came with Megatron-LM v3 (2022)"},
                    {"parallel.zero_stage", "0", "no distributed optimizer before 2022: every DP rank keeps Adam state"},
+                   {"cluster.nccl_version", "2.8",
+                    "NCCL of 2021: the NGC PyTorch 21.02-21.06 containers ship NCCL 2.8.4-2.9.9; the 2021-era 8 x A100 "
+                    "sweep (shared/validation/collectives.csv c0001-c0020) is the one its profile reproduces"},
                }});
   p.push_back({"megatron-lm-2022", "Megatron-LM 2022 (v3.0; Korthikanti et al. 2022)",
                "gradient-accumulation fusion and asynchronous TP all-reduce; still unfused attention and local DDP",
@@ -63,6 +66,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.grad_reduce_fp32", "false", kMegatronGradFp32, PC::fp16},
                    {"parallel.sequence_parallel", "false", "megatron/arguments.py: --sequence-parallel is opt-in"},
                    {"parallel.zero_stage", "0", "megatron/arguments.py: --use-distributed-optimizer is opt-in"},
+                   {"cluster.nccl_version", "2.12",
+                    "the NGC PyTorch 22.04-22.09 containers ship NCCL 2.12"},
                }});
   p.push_back({"megatron-deepspeed", "Megatron-DeepSpeed, BigScience fork (2022; BLOOM's tr11-176B-ml)",
                "Megatron 2021 layers in DeepSpeed's pipeline engine: BF16 optimizer with fp32 gradient buffers, "
@@ -89,6 +94,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.zero_stage", "1",
                     "tr11-176B-ml.slurm: --zero-stage 0, and deepspeed/runtime/bf16_optimizer.py shards the fp32 state "
                     "over DP and all-gathers the bf16 weights (a ZeRO-1 equivalent)"},
+                   {"cluster.nccl_version", "2.10.3",
+                    "BigScience's tr11 environment: PyTorch 1.11, whose wheels bundle NCCL 2.10.3"},
                }});
   p.push_back({"megatron-core", "Megatron-Core / NeMo / Megatron-Bridge (2024-2025; core_r0.8 to r0.13, NeMo 24.07+)",
                "fused (cuDNN/flash) attention, sequence parallelism, distributed optimizer, overlapped DP and TP "
@@ -118,6 +125,9 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.sequence_parallel", "false", "nothing to shard without TP", PC::no_tensor_parallel},
                    {"parallel.zero_stage", "1",
                     "NeMo recipes: use_distributed_optimizer = True (optimizer state sharded over DP)"},
+                   {"cluster.nccl_version", "2.21.5",
+                    "PyTorch 2.5 and 2.6 (2024-2025) require nvidia-nccl-cu12 2.21.5; NGC 24.xx containers ship "
+                    "2.21-2.23, the same profile"},
                }});
   p.push_back({"deepspeed-zero3", "DeepSpeed ZeRO-3 (2021-2023; with Megatron-DeepSpeed layers)",
                "parameters, gradients and optimizer state sharded; gradients reduced in the training precision",
@@ -134,6 +144,8 @@ std::vector<FrameworkProfile> make_profiles() {
                     "deepspeed/runtime/zero/stage3.py: communication_data_type defaults to the model's dtype"},
                    {"parallel.sequence_parallel", "false", "no sequence parallelism"},
                    {"parallel.zero_stage", "3", "ZeRO stage 3"},
+                   {"cluster.nccl_version", "2.10.3",
+                    "PyTorch 1.10-1.12 wheels bundle NCCL 2.10.3"},
                }});
   p.push_back({"torchtitan", "PyTorch FSDP2 / torchtitan (2024-2025, eager)",
                "FSDP2 sharding of every layer, SDPA flash attention, fp32 gradient reduction, no dropout",
@@ -156,6 +168,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.sequence_parallel", "false", "nothing to shard without TP", PC::no_tensor_parallel},
                    {"parallel.zero_stage", "3",
                     "torchtitan/parallelisms/parallelize_llama.py: fully_shard, reshard_after_forward = True"},
+                   {"cluster.nccl_version", "2.21.5",
+                    "PyTorch 2.5 and 2.6 (torchtitan 2024-2025) require nvidia-nccl-cu12 2.21.5"},
                }});
   p.push_back({"llm-foundry", "MosaicML Composer / llm-foundry (2023; scripts/train/benchmarking)",
                "FSDP FULL_SHARD, Triton flash attention, fp32 gradient reduction (mp_mode DEFAULT), no dropout",
@@ -175,6 +189,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.sequence_parallel", "false", "no tensor parallelism in the benchmarks"},
                    {"parallel.zero_stage", "3",
                     "scripts/train/benchmarking/README.md: fsdp_config sharding_strategy FULL_SHARD"},
+                   {"cluster.nccl_version", "2.14.3",
+                    "llm-foundry 2023 ran PyTorch 1.13-2.0, whose wheels require nvidia-nccl-cu11 2.14.3"},
                }});
   return p;
 }

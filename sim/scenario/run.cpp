@@ -71,7 +71,7 @@ EngineResult run_scenario(Scenario& sc, const std::string& trace_path, int threa
   if (!sc.topology_file.empty()) check_memory_budget(sc, graph.num_gpus(), max_memory_bytes);
   const GpuSpec& gpu = find_gpu(sc.cluster.gpu);
   const Program program = build_program(sc.model, sc.plan);
-  Engine engine(program, graph, gpu, sc.precision, sc.protocol, sc.algorithm);
+  Engine engine(program, graph, gpu, sc.precision, sc.protocol, sc.algorithm, *sc.nccl);
   std::unique_ptr<TraceSink> sink;
   if (!trace_path.empty()) {
     sink = std::make_unique<Hdf5TraceSink>(trace_path);

@@ -120,7 +120,9 @@ constexpr Key kKeys[] = {
     {"cluster.degraded_links", "",
      "per-link bandwidth factors DEVICE--DEVICE:FACTOR,... (both directions), e.g. node3.nic0--tor1:0.5"},
     {"cluster.nccl_protocol", "auto", "auto (fastest per collective) | ll | ll128 | simple"},
-    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes) | nvls (inside an NVLink domain of NVLink 4+ GPUs on NVLink switches)"},
+    {"cluster.nccl_version", "",
+     "the NCCL release the collectives follow, e.g. 2.18 or 2.27.7 (2.8 to 2.30): its protocol latencies and NVLS (dtsim catalog nccl)"},
+    {"cluster.nccl_algorithm", "auto", "auto (fastest per collective) | ring | tree (all-reduce across nodes) | hierarchical (across nodes) | nvls (inside an NVLink domain of NVLink 4+ GPUs on NVLink switches) | nvls_tree (all-reduce: NVLS inside such domains, trees across them)"},
     {"cluster.topology_file", "", "GraphViz DOT file describing the machine (replaces the builder)"},
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
@@ -546,6 +548,8 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   }
   sc.protocol = v.parsed([&] { return parse_protocol(v.text("cluster.nccl_protocol"), "cluster.nccl_protocol"); });
   sc.algorithm = v.parsed([&] { return parse_algorithm(v.text("cluster.nccl_algorithm"), "cluster.nccl_algorithm"); });
+  sc.nccl_version = v.text("cluster.nccl_version");
+  sc.nccl = v.parsed([&] { return &find_nccl_profile(sc.nccl_version, "cluster.nccl_version"); });
   sc.topology_file = v.text("cluster.topology_file");
   sc.slow_gpus = read_slow_gpus(v);
   sc.degraded_links = read_degraded_links(v);

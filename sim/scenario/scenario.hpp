@@ -41,6 +41,8 @@ struct Scenario {
   Precision precision = Precision::bf16;
   std::optional<Protocol> protocol;  // forced NCCL protocol; nullopt = chosen per collective
   std::optional<Algorithm> algorithm;  // forced NCCL algorithm; nullopt = chosen per collective
+  std::string nccl_version;      // cluster.nccl_version as given (or the framework's)
+  const NcclProfile* nccl = &legacy_nccl_profile();  // its profile
   std::string trace_path;        // "" = no trace
   TraceDetail trace_detail = TraceDetail::stages;
   std::string resolved_text;     // every key = value, as run
