@@ -47,31 +47,6 @@ std::vector<int> spread(int total, int pp) {
   return stages;
 }
 
-// Static bytes per GPU of a stage, as the program builder allocates them before the step: its
-// layers' parameters (the routed experts of the EP shard apart), the embedding on the first
-// stage, the head, the final norm and a tied embedding's copy on the last, split over TP; bf16
-// weights (/ dp under ZeRO-3), gradients (/ dp under ZeRO-2), 12 B of Adam state (/ dp under
-// ZeRO-1), experts' state over the expert-DP group.
-struct StageState {
-  double weights = 0, gradients = 0, optimizer = 0;
-};
-StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
-  const LayerParams layers = layers_params(m, p, p.first_layer(stage), p.stage_layers[stage]);
-  double params = layers.replicated;
-  if (stage == 0) params += m.embedding_params();
-  if (stage == p.pp - 1)
-    params += m.head_params() + m.final_norm_params() +
-              (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
-  params /= p.tp;
-  const double experts = layers.experts / p.tp, dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
-  const auto share = [&](double per_param, int zero) {
-    return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
-  };
-  // A recipe's quantized copies of the layers' weights, as the program builder keeps them.
-  const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layers.replicated / p.tp + experts);
-  return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts) + quantized, share(e, 2), share(12, 1)};
-}
-
 // What one model chunk of a stage keeps per micro-batch (layer_ops' saved bytes per kernel) and
 // what its backward pass adds on top: the layer being recomputed (full: the whole layer as
 // without recomputation; selective with unfused attention: the attention core).
@@ -153,6 +128,29 @@ FitResult smallest_split(const ModelShape& m, double capacity, int gpus_per_node
 
 }  // namespace
 
+double gradient_bytes_per_param(const ParallelPlan& p) {
+  return (p.grad_reduce_fp32 ? 4 : p.weight_bytes) +
+         (p.grad_accumulation == GradAccumulation::fp32_buffer ? p.weight_bytes : 0);
+}
+
+StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
+  const LayerParams layers = layers_params(m, p, p.first_layer(stage), p.stage_layers[stage]);
+  double params = layers.replicated;
+  if (stage == 0) params += m.embedding_params();
+  if (stage == p.pp - 1)
+    params += m.head_params() + m.final_norm_params() +
+              (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
+  params /= p.tp;
+  const double experts = layers.experts / p.tp, dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
+  const auto share = [&](double per_param, int zero) {
+    return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
+  };
+  // A recipe's quantized copies of the layers' weights (embedding and head stay in BF16).
+  const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layers.replicated / p.tp + experts);
+  return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts) + quantized, share(gradient_bytes_per_param(p), 2),
+          share(12, 1)};
+}
+
 WeightFormat parse_weight_format(std::string_view text, std::string_view key) {
   for (const auto& [f, name] : kFormats)
     if (name == text) return f;
@@ -232,6 +230,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
   p.zero_stage = s.zero_stage, p.recompute = s.recompute;
   p.sequence_parallel = s.sequence_parallel && tp > 1;
   p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels, p.recipe = s.recipe;
+  p.grad_reduce_fp32 = s.grad_reduce_fp32, p.grad_accumulation = s.grad_accumulation;
   p.stage_layers = stage_split(m, pp).layers;
   return p;
 }
@@ -257,8 +256,11 @@ MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int 
   const std::string over = p.cp > 1 ? " x dp x cp" : " x dp";  // the ranks ZeRO shards over
   n.items.push_back({"weights", state.weights,
                      fmt::format("bf16, / tp{}{}{}", p.zero_stage >= 3 ? over + " (ZeRO-3)" : "", experts, where)});
+  const std::string grads = p.grad_accumulation == GradAccumulation::fp32_buffer ? "bf16 + the fp32 accumulation buffer"
+                            : p.grad_reduce_fp32                                  ? "fp32 main gradients"
+                                                                                  : "bf16";
   n.items.push_back({"gradients", state.gradients,
-                     fmt::format("bf16, / tp{}{}", p.zero_stage >= 2 ? over + " (ZeRO-2)" : "", experts)});
+                     fmt::format("{}, / tp{}{}", grads, p.zero_stage >= 2 ? over + " (ZeRO-2)" : "", experts)});
   n.items.push_back({"optimizer", state.optimizer,
                      fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / tp{}{}",
                                  p.zero_stage >= 1 ? over + " (ZeRO-1)" : "", experts)});

@@ -62,6 +62,8 @@ struct TrainingSetup {
   bool dropout = true;
   bool fused_kernels = true;
   Recipe recipe = Recipe::none;  // FP8/FP4 recipe: its quantized weight copies
+  bool grad_reduce_fp32 = false;  // fp32 main gradients (Megatron's main_grad buffers, FSDP's reduce dtype)
+  GradAccumulation grad_accumulation = GradAccumulation::fused;  // fp32_buffer keeps bf16 .grad beside fp32
 };
 
 // Transformer layers per pipeline stage for `pp` stages: the split `dtsim run` makes of
@@ -77,6 +79,21 @@ StageSplit stage_split(const ModelShape& m, int pp);
 
 // The plan the program builder would run for this setup on tp x pp x dp GPUs (stage split as above).
 ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp);
+
+// Static bytes per GPU of a pipeline stage, allocated before the step (the program builder's
+// memory plan and fit's alike): its layers' parameters (the routed experts of the EP shard apart),
+// the embedding on the first stage, the head, the final norm and a tied embedding's copy on the
+// last, split over TP; weights (/ dp under ZeRO-3), gradients (/ dp under ZeRO-2), 12 B of Adam
+// state (/ dp under ZeRO-1), experts' state over the expert-DP group.
+struct StageState {
+  double weights = 0, gradients = 0, optimizer = 0;
+};
+StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage);
+// Bytes of gradient held per parameter: the fp32 main gradient where the plan accumulates and
+// reduces in fp32 (Megatron's main_grad buffers: "bf16 param, fp32 grads: 6 + 12/d" in its
+// distributed-optimizer table), else the training precision's; DeepSpeed's BF16 optimizer keeps
+// the bf16 .grad beside its fp32 buffer (4 + 2).
+double gradient_bytes_per_param(const ParallelPlan& p);
 
 // A model-parallel split and what it needs per GPU.
 struct Split {

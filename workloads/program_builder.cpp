@@ -11,6 +11,7 @@
 
 #include "workloads/layer_ops.hpp"
 #include "workloads/layer_params.hpp"
+#include "workloads/memory_fit.hpp"
 #include "workloads/pipeline_schedule.hpp"
 #include "workloads/program.hpp"
 
@@ -362,19 +363,10 @@ class StageBuilder {
   }
 
   void static_memory() {
-    // Expert state is sharded over the expert-DP group (ZeRO-3 of experts is refused by validate_plan).
-    const double params = local_params(), dp = plan_.grad_ranks(), experts = local_expert_params(),
-                 edp = plan_.expert_grad_ranks();
-    const auto share = [&](double bytes_per_param, int stage) {
-      return bytes_per_param * (plan_.zero_stage >= stage ? params / dp + experts / edp : params + experts);
-    };
-    // A recipe's quantized copies of the layers' weights (embedding and head stay in BF16).
-    const double quantized =
-        layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).replicated / t() + experts;
-    p_.static_bytes[static_cast<int>(MemCategory::weights)] =
-        e() * (params / (plan_.zero_stage >= 3 ? dp : 1) + experts) + recipe_spec(plan_.recipe).weight_cache_bytes * quantized;
-    p_.static_bytes[static_cast<int>(MemCategory::gradients)] = share(e(), 2);
-    p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = share(12, 1);
+    const StageState state = stage_state(model_, plan_, stage_);
+    p_.static_bytes[static_cast<int>(MemCategory::weights)] = state.weights;
+    p_.static_bytes[static_cast<int>(MemCategory::gradients)] = state.gradients;
+    p_.static_bytes[static_cast<int>(MemCategory::optimizer)] = state.optimizer;
   }
 
   void finish_memory() {

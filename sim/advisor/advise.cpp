@@ -13,6 +13,7 @@
 #include "sim/base/error.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/base/units.hpp"
+#include "sim/compute/compute_model.hpp"
 #include "sim/scenario/frameworks.hpp"
 #include "sim/scenario/run.hpp"
 #include "topologies/builders.hpp"
@@ -48,9 +49,10 @@ double intra_node_bytes_per_s(const GpuSpec& g, const std::string& kind) {
 
 // The rates the estimate runs kernels at: GEMMs at the GPU's sustained (else best measured)
 // matmul rate, fused attention at its published FlashAttention fraction of the peak, the rest at
-// the measured HBM bandwidth; each kernel pays a launch.
+// the measured HBM bandwidth; each kernel pays a launch. A kernel that runs beside a collective
+// runs `overlap_slowdown` times slower (the simulator's: NCCL holds SMs).
 struct Rates {
-  double gemm, flash, hbm;
+  double gemm, flash, hbm, overlap_slowdown;
 };
 constexpr double kDefaultHbmEfficiency = 0.8;
 constexpr double kLaunchS = 2e-6;
@@ -61,6 +63,7 @@ Rates rates_of(const GpuSpec& g) {
                                               : kDefaultGemmEfficiency * g.bf16_flops;
   r.flash = g.flash_attention_fraction > 0 ? g.flash_attention_fraction * g.bf16_flops : 0.8 * r.gemm;
   r.hbm = g.measured_hbm_bytes_per_s > 0 ? g.measured_hbm_bytes_per_s : kDefaultHbmEfficiency * g.hbm_bytes_per_s;
+  r.overlap_slowdown = ComputeModel(g, Precision::bf16, Attention::flash).comm_overlap_slowdown();
   return r;
 }
 
@@ -73,6 +76,10 @@ struct EstimateContext {
   double tp_bw, ep_bw, dp_bw, pp_bw;  // bytes/s per GPU of each group's ring
 };
 
+// What `comm_s` of communication hidden behind kernels costs them: the work they do not do while
+// it runs at 1 / overlap_slowdown of their speed.
+double overlap_cost(const EstimateContext& c, double comm_s) { return comm_s * (1 - 1 / c.rates.overlap_slowdown); }
+
 // Seconds of the ops of one pass (layer_ops' kernels and collectives) on one GPU: a kernel at the
 // roofline (fused attention on the causal half of its FLOPs, its backward recomputing QK^T:
 // 2.5 GEMMs' work instead of 2), a ring collective at its group's bandwidth; an asynchronous
@@ -81,10 +88,10 @@ double pass_s(const EstimateContext& c, const std::vector<OpSpec>& ops, bool bac
   double sum = 0;
   for (const OpSpec& op : ops) {
     if (op.comm != CommKind::none) {
-      if (op.async) continue;
       const bool tp = op.group == Group::tp;
       const double n = tp ? c.plan.tp : c.plan.ep, bw = tp ? c.tp_bw : c.ep_bw;
-      if (n > 1) sum += (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw;
+      const double comm = n > 1 ? (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw : 0;
+      sum += op.async ? overlap_cost(c, comm) : comm;
       continue;
     }
     double compute = 0;
@@ -117,7 +124,8 @@ double layer_s(const EstimateContext& c, const LayerOps& ops, int l) {
   if (p.zero_stage < 3) return forward + backward;
   const double gather = ring(p.dp, p.weight_bytes * params.replicated / p.tp, c.dp_bw);
   const double reduce = ring(p.dp, (p.grad_reduce_fp32 ? 4 : p.weight_bytes) * params.replicated / p.tp, c.dp_bw);
-  return std::max(forward, gather) + std::max(backward, gather + reduce);
+  return std::max(forward + overlap_cost(c, gather), gather) +
+         std::max(backward + overlap_cost(c, gather + reduce), gather + reduce);
 }
 
 // A step of the layout: 1F1B runs each stage's micro-batches back to back after the pipeline
@@ -173,7 +181,6 @@ double estimate_layout_s(const ModelShape& m, const GpuSpec& g, const AdviseRow&
                          int global_batch) {
   EstimateContext c{m, training_plan(m, setup_of(m, r, fw, global_batch), r.tp, r.pp, r.dp), rates_of(g), 0, 0, 0, 0};
   c.plan.tp_overlap = fw.tp_overlap, c.plan.dp_overlap = fw.dp_overlap;
-  c.plan.grad_reduce_fp32 = fw.grad_reduce_fp32, c.plan.grad_accumulation = fw.grad_accumulation;
   const double intra = intra_node_bytes_per_s(g, r.node_kind);
   const double network = 0.9 * r.nics_per_node * r.nic_gbps / 8 * 1e9 / r.gpus_per_node;
   c.tp_bw = intra;
@@ -356,10 +363,10 @@ FrameworkSetup framework_setup(const std::string& name, const std::string& preci
   f.training.fused_kernels = text("training.fused_kernels") == "true";
   f.training.sequence_parallel = text("parallel.sequence_parallel") == "true";
   f.training.zero_stage = std::stoi(text("parallel.zero_stage"));
-  f.grad_accumulation = parse_grad_accumulation(text("training.grad_accumulation"), "training.grad_accumulation");
+  f.training.grad_accumulation = parse_grad_accumulation(text("training.grad_accumulation"), "training.grad_accumulation");
   f.tp_overlap = text("parallel.tp_overlap") == "true";
   f.dp_overlap = text("parallel.dp_overlap") == "true";
-  f.grad_reduce_fp32 = text("parallel.grad_reduce_fp32") == "true";
+  f.training.grad_reduce_fp32 = text("parallel.grad_reduce_fp32") == "true";
   return f;
 }
 

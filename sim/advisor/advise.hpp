@@ -24,8 +24,7 @@ namespace dtsim {
 // InputError for an unknown name.
 struct FrameworkSetup {
   TrainingSetup training;
-  GradAccumulation grad_accumulation = GradAccumulation::fused;
-  bool tp_overlap = false, dp_overlap = true, grad_reduce_fp32 = false;
+  bool tp_overlap = false, dp_overlap = true;
 };
 FrameworkSetup framework_setup(const std::string& name, const std::string& precision = "bf16");
 
