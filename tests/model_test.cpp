@@ -1,7 +1,8 @@
-// Parameter counts of catalog models against their published totals.
+// Parameter counts of catalog models against their published totals, and shape-driven kernel traffic.
 #include <catch2/catch.hpp>
 
 #include "sim/base/error.hpp"
+#include "workloads/layer_ops.hpp"
 #include "workloads/model.hpp"
 
 using namespace dtsim;
@@ -99,4 +100,25 @@ TEST_CASE("an unknown model lists the valid names", "[model]") {
   } catch (const InputError& e) {
     CHECK_THAT(e.what(), Catch::Contains("gpt-5") && Catch::Contains("bloom-176b"));
   }
+}
+
+TEST_CASE("ALiBi in an unfused attention expands the bias into the scores and reads it back", "[model]") {
+  // Megatron-DeepSpeed's baddbmm (BLOOM): two more passes over the b x heads/tp x s x s scores
+  // in the forward pass, none in the backward (the bias needs no gradient).
+  const ModelShape bloom = find_model("bloom-176b");
+  ModelShape rotary = bloom;
+  rotary.position = PositionEmbedding::rotary;
+  ParallelPlan p;
+  p.tp = 4, p.micro_batch = 2, p.attention = Attention::standard;
+  const auto scores_op = [&](const ModelShape& m) {
+    for (const OpSpec& op : LayerOps(m, p).layer_forward(0))
+      if (op.kind == OpKind::attn_scores) return op;
+    FAIL("no attention scores");
+    return OpSpec{};
+  };
+  const OpSpec alibi = scores_op(bloom), plain = scores_op(rotary);
+  const double scores = 2.0 * (112 / 4) * 2048.0 * 2048.0;
+  CHECK(alibi.bytes - plain.bytes == Approx(2 * 2 * scores));
+  CHECK(alibi.backward_bytes == Approx(plain.backward_bytes));
+  CHECK(alibi.flops == Approx(plain.flops));
 }

@@ -125,7 +125,13 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     if (plan_.cp == 1) ops.push_back(fa);
     else for (const OpSpec& op : cp_attention_forward(fa, e() * b * s * (k_n + v_n))) ops.push_back(op);
   } else {
-    keep(gemm(OpKind::attn_scores, s, s, d_qk, b * heads), e() * T * (q_n + k_n));  // Q and K
+    OpSpec qk = gemm(OpKind::attn_scores, s, s, d_qk, b * heads);
+    // ALiBi in Megatron-DeepSpeed's unfused attention (BLOOM; megatron/model/transformer.py):
+    // baddbmm on the [b*np, 1, s] bias slice, which is first expanded into the whole score tensor
+    // and then read back by the GEMM (beta = 1/layer): two passes over the scores more. The bias
+    // needs no gradient, so the backward pass is unchanged.
+    if (model_.position == PositionEmbedding::alibi) qk.bytes += 2 * e() * scores;
+    keep(qk, e() * T * (q_n + k_n));  // Q and K
     core(elementwise(OpKind::softmax, 2 * e() * scores, 3 * e() * scores, 5 * scores), e() * scores);
     if (plan_.dropout)
       core(elementwise(OpKind::attn_dropout, (2 * e() + 1) * scores, (2 * e() + 1) * scores, 2 * scores), scores);
