@@ -1,6 +1,7 @@
 // The parallelism and memory features of the program against their closed forms: sequence
 // parallelism and selective recomputation (Korthikanti et al. 2022 Table 2), ZeRO-2/3 static
-// memory, FSDP gathers, DP buckets inside the backward pass, Megatron's interleaved order, and
+// memory, FSDP gathers, DP buckets inside the backward pass, Megatron's interleaved order (and
+// Megatron-Core's micro-batch groups), and
 // the peak memory of a 1F1B stage.
 #include <catch2/catch.hpp>
 
@@ -122,6 +123,70 @@ TEST_CASE("the interleaved schedule follows Megatron's order", "[program]") {
   // Chunk c of stage s holds layers (c * pp + s) * layers_per_chunk.
   CHECK(p.chunk_first_layer(1, 1) == 3);
   CHECK(p.chunk_first_layer(0, 1) == 2);
+}
+
+TEST_CASE("the interleaved schedule runs micro-batch groups as Megatron-Core's schedule table", "[program]") {
+  // Megatron-Core's own example (schedules.py get_schedule_table): PP 2, 5 micro-batches, groups of
+  // 3, 2 chunks; forward passes (micro-batch, chunk) 0 1 2 0 1 2 3 4 3 4 / 0 0 0 1 1 1 0 0 1 1.
+  ParallelPlan p = plan_of(1, 2, 1, 1, 5, Recompute::none);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.microbatch_group = 3;
+  p.stage_layers = {2, 2};
+  ModelShape m = find_model("gpt-1.7b");
+  m.layers = 4;
+  validate_plan(p, m, 2);
+  const int mbs[] = {0, 1, 2, 0, 1, 2, 3, 4, 3, 4}, chunks[] = {0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+  for (int stage = 0; stage < 2; ++stage) {
+    const std::vector<PipelinePass> order = pipeline_order(p, stage);
+    REQUIRE(order.size() == 20);
+    std::vector<PipelinePass> forwards, backwards;
+    int warmup = 0;
+    for (const PipelinePass& pass : order) {
+      (pass.forward ? forwards : backwards).push_back(pass);
+      if (backwards.empty()) ++warmup;
+    }
+    // (pp - stage - 1) x 2 + (chunks - 1) x group warm-up forwards, then the first 1F1B forward.
+    CHECK(warmup == (2 - stage - 1) * 2 + 1 * 3 + 1);
+    for (int k = 0; k < 10; ++k) {
+      INFO("stage " << stage << " pass " << k);
+      CHECK(forwards[k].micro_batch == mbs[k]);
+      CHECK(forwards[k].chunk == chunks[k]);
+      CHECK(backwards[k].micro_batch == mbs[k]);
+      CHECK(backwards[k].chunk == 1 - chunks[k]);  // the backward table mirrors the chunks
+    }
+  }
+  // Groups of 2 would leave a remainder of 1 < pp: refused, listing the groups that work (3 leaves
+  // 2, 5 none; 4 leaves 1).
+  p.microbatch_group = 2;
+  CHECK_THROWS_WITH(validate_plan(p, m, 2), Catch::Contains("parallel.microbatch_group = 2") &&
+                                                Catch::EndsWith("valid values: 3, 5"));
+  // The default (groups of pp = 2) on 5 micro-batches is refused the same way; fewer micro-batches
+  // than stages cannot interleave at all.
+  p.microbatch_group = 0;
+  CHECK_THROWS_WITH(validate_plan(p, m, 2), Catch::Contains("parallel.microbatch_group = 2"));
+  p.global_batch = 1;
+  CHECK_THROWS_WITH(validate_plan(p, m, 2), Catch::Contains("fewer than parallel.pp = 2"));
+}
+
+TEST_CASE("an interleaved pipeline with a micro-batch count that is not a multiple of pp runs to the end", "[program][engine]") {
+  // Llama 3's flexible count: 6 micro-batches on 4 stages, one group of 6.
+  ModelShape m = find_model("gpt-1.7b");
+  ParallelPlan p = plan_of(1, 4, 1, 1, 6, Recompute::none);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 2;
+  p.microbatch_group = 6;
+  ClusterConfig c;
+  c.gpus_per_node = 4;
+  validate_plan(p, m, 4);
+  const Program prog = build_program(m, p);
+  MemoryTraceSink sink;
+  const EngineResult r =
+      Engine(prog, build_cluster(c), find_gpu("A100-SXM4-80GB"), Precision::bf16).run(&sink, TraceDetail::all);
+  std::int64_t ops = 0;
+  for (const StageProgram& s : prog.stages) ops += s.size();
+  CHECK(r.summary.events == ops);
+  CHECK(r.summary.step_time_s > 0);
 }
 
 TEST_CASE("interleaving splits uneven stages with the extra layers away from the embedding and the head", "[program]") {

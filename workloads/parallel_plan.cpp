@@ -271,10 +271,23 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
             "parallel.schedule = interleaved: a stage of {} layers cannot hold parallel.virtual_stages = {} model "
             "chunks (every chunk needs >= 1 layer); lower virtual_stages or set parallel.stage_layers",
             n, plan.virtual_stages));
-    if (plan.micro_batches() % plan.pp != 0)
+    // Megatron-Core's bounds (schedules.py): a group spans pp to m micro-batches, and the last
+    // group (the remainder) is empty or at least pp long, else the pipeline waits on itself.
+    const int m = plan.micro_batches(), group = plan.microbatch_group_or_pp();
+    if (m < plan.pp)
+      throw InputError(fmt::format("parallel.schedule = interleaved: {} micro-batches per step, fewer than "
+                                   "parallel.pp = {}; the interleaved schedule needs at least pp of them "
+                                   "(raise training.global_batch or lower training.micro_batch)", m, plan.pp));
+    if (group < plan.pp || group > m || (m % group != 0 && m % group < plan.pp)) {
+      std::string valid;
+      for (int g = plan.pp; g <= m; ++g)
+        if (m % g == 0 || m % g >= plan.pp) valid += (valid.empty() ? "" : ", ") + std::to_string(g);
       throw InputError(fmt::format(
-          "parallel.schedule = interleaved: the {} micro-batches per step must be a multiple of parallel.pp = {} "
-          "(as in Megatron-LM)", plan.micro_batches(), plan.pp));
+          "parallel.microbatch_group = {}: with {} micro-batches per step and parallel.pp = {} the interleaved "
+          "schedule runs groups of pp to {} micro-batches per model chunk, and the last group (the remainder) must "
+          "be empty or at least pp long (Megatron-Core's rule); valid values: {}",
+          group, m, plan.pp, m, valid));
+    }
   }
 }
 

@@ -67,6 +67,10 @@ struct ParallelPlan {
   Recompute recompute = Recompute::none;
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;            // model chunks per pipeline stage (interleaved schedule)
+  // Interleaved schedule: micro-batches each model chunk runs back to back before the next chunk
+  // (Megatron-Core's microbatch_group_size_per_vp_stage); 0 = pp, its default.
+  int microbatch_group = 0;
+  int microbatch_group_or_pp() const { return microbatch_group > 0 ? microbatch_group : pp; }
   bool sequence_parallel = false;    // Megatron SP: norms/dropout sharded, TP all-gather + reduce-scatter
   // TP communication of the backward pass overlapped with the weight-gradient GEMMs (Megatron's
   // asynchronous TP all-reduce / sequence-parallel all-gather and reduce-scatter); the GEMM then

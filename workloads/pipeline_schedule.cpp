@@ -1,7 +1,10 @@
 // Pipeline schedules. 1F1B: pp - stage - 1 warm-up forwards, then one forward and one backward in
 // turn, then the remaining backwards (Narayanan et al. 2021, Fig. 4). Interleaved: the same with
-// model chunks, micro-batches taken in groups of pp and chunks in turn, as Megatron-LM's
-// forward_backward_pipelining_with_interleaving does.
+// model chunks, as Megatron-Core's forward_backward_pipelining_with_interleaving runs it
+// (schedules.py get_schedule_table, get_pp_rank_microbatches): micro-batches in groups of N
+// (parallel.microbatch_group, default pp), each group through chunk 0, then chunk 1, ..., the
+// last group taking the remainder; (pp - stage - 1) x 2 + (chunks - 1) x N warm-up forwards; each
+// backward pass takes the forward table's entry with its chunk mirrored.
 #include "workloads/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -14,20 +17,22 @@ std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
   int warmup = 0;
   if (plan.schedule == Schedule::gpipe) warmup = total;
   else if (plan.schedule == Schedule::one_f_one_b) warmup = std::min(p - stage - 1, m);
-  else warmup = m == p ? total : std::min((p - stage - 1) * 2 + (v - 1) * p, total);
+  else warmup = std::min((p - stage - 1) * 2 + (v - 1) * plan.microbatch_group_or_pp(), total);
 
-  // The k-th forward (backward) pass: micro-batch and chunk.
+  // The forward table: (micro-batch, chunk) of the k-th forward pass.
+  std::vector<PipelinePass> table;
+  table.reserve(total);
+  const int group = v == 1 ? m : plan.microbatch_group_or_pp();
+  for (int first = 0; first < m; first += group) {
+    const int end = first + group >= m ? m : first + group;  // the last group takes the remainder
+    for (int chunk = 0; chunk < v; ++chunk)
+      for (int mb = first; mb < end; ++mb) table.push_back(PipelinePass{true, mb, chunk});
+    if (end == m) break;
+  }
   auto pass = [&](int k, bool forward) {
-    PipelinePass out;
+    PipelinePass out = table[k];
     out.forward = forward;
-    if (v == 1) {
-      out.micro_batch = k;
-      return out;
-    }
-    const int in_group = k % (p * v);
-    out.micro_batch = (k / (p * v)) * p + in_group % p;
-    const int chunk = in_group / p;
-    out.chunk = forward ? chunk : v - 1 - chunk;
+    if (!forward) out.chunk = v - 1 - out.chunk;
     return out;
   };
   std::vector<PipelinePass> order;

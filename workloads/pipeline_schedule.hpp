@@ -1,5 +1,5 @@
 // The order in which one pipeline stage runs the forward and backward passes of its
-// micro-batches (and model chunks): GPipe, 1F1B, and Megatron-LM's interleaved 1F1B.
+// micro-batches (and model chunks): GPipe, 1F1B, and Megatron-Core's interleaved 1F1B.
 #pragma once
 #include <vector>
 

@@ -86,6 +86,8 @@ constexpr Key kKeys[] = {
      "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
     {"parallel.schedule", "1f1b", "pipeline schedule: 1f1b | gpipe | interleaved"},
     {"parallel.virtual_stages", "1", "model chunks per pipeline stage (interleaved schedule)"},
+    {"parallel.microbatch_group", "auto",
+     "interleaved schedule: micro-batches each model chunk runs back to back before the next chunk (Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage), from pp to the micro-batches per step, the remainder 0 or >= pp; auto = pp. A step's micro-batches need not be a multiple of pp (Llama 3)"},
     {"parallel.sequence_parallel", "", "true | false: Megatron sequence parallelism over the TP group"},
     {"parallel.tp_overlap", "",
      "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
@@ -446,6 +448,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.zero_stage = v.integer("parallel.zero_stage", 0);
   p.schedule = v.parsed([&] { return parse_schedule(v.text("parallel.schedule"), "parallel.schedule"); });
   p.virtual_stages = v.integer("parallel.virtual_stages", 1);
+  p.microbatch_group = v.text("parallel.microbatch_group") == "auto" ? 0 : v.integer("parallel.microbatch_group", 1);
   p.sequence_parallel = v.boolean("parallel.sequence_parallel");
   p.dp_overlap = v.boolean("parallel.dp_overlap");
   p.tp_overlap = v.boolean("parallel.tp_overlap");
