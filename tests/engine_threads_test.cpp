@@ -295,10 +295,13 @@ TEST_CASE("a node gets its own flow network only where nothing else crosses its 
   CHECK(spread.lone[1] == 1);                // only TP rings, on links of their own
   // TP 4 and DP 2 in each node: the DP all-reduce's in-node phase shares the NVLink links.
   const Scenario shared = load("llama3-405b-16k.ini", {"--parallel.tp=4", "--parallel.dp=4", "--training.global_batch=32",
+                                                       "--parallel.schedule=1f1b", "--parallel.virtual_stages=1",
+                                                       "--parallel.rank_order=tp,cp,dp,pp",
                                                        "--cluster.nodes=32", "--cluster.pod_gpus=128"});
   CHECK(domains_of(shared).links.empty());
   // TP 4 and two pipeline stages in each node: its sends share the TP rings' links.
   const NodeDomains staged = domains_of(load("llama3-405b-16k.ini", {"--parallel.tp=4", "--parallel.pp=32", "--parallel.dp=2",
+                                                                     "--parallel.schedule=1f1b", "--parallel.virtual_stages=1",
                                                                      "--parallel.rank_order=tp,pp,dp", "--training.global_batch=64",
                                                                      "--cluster.nodes=32", "--cluster.pod_gpus=128"}));
   REQUIRE(staged.links.size() == 32);

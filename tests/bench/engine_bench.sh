@@ -17,6 +17,9 @@ reps=${REPS:-3}
 case $reps in '' | *[!0-9]* | 0) echo "engine_bench.sh: REPS=$reps: must be a whole number >= 1" >&2; exit 2 ;; esac
 here=$(dirname "$0")/../../scenarios
 llama="$here/llama3-405b-16k.ini"
+# The engine's scale workload: the 16K scenario under 1F1B with full recomputation, DP ranks
+# inside a pod (the workload the figures in docs/benchmarks.md track).
+scale="--training.recompute=full --parallel.schedule=1f1b --parallel.virtual_stages=1 --parallel.rank_order=tp,cp,dp,pp"
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 bench() {  # name args...: every repetition of every thread count, then one line per thread count
@@ -44,10 +47,11 @@ bench() {  # name args...: every repetition of every thread count, then one line
   done
 }
 bench bloom-176b "$here/bloom-176b.ini"
-bench llama3-405b-1k "$llama" --parallel.dp=8 --training.global_batch=128 --cluster.nodes=128
-bench llama3-405b-4k "$llama" --parallel.dp=32 --training.global_batch=512 --cluster.nodes=512
-bench llama3-405b-16k "$llama"
-bench llama3-405b-16k-fold-tp "$llama" --fold-tp
+# shellcheck disable=SC2086
+bench llama3-405b-1k "$llama" $scale --parallel.dp=8 --training.global_batch=128 --cluster.nodes=128
+bench llama3-405b-4k "$llama" $scale --parallel.dp=32 --training.global_batch=512 --cluster.nodes=512
+bench llama3-405b-16k "$llama" $scale
+bench llama3-405b-16k-fold-tp "$llama" $scale --fold-tp
 bench synthetic-4k-ranks "$here/tests/tiny-pipeline.ini" --parallel.tp=1 --parallel.pp=1 --parallel.dp=4096 \
   --training.global_batch=16384 --cluster.nodes=512 --cluster.nics_per_node=1 --cluster.fabric=clos3 \
   --cluster.gpus_per_tor=64 --cluster.pod_gpus=4096

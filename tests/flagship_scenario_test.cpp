@@ -1,0 +1,54 @@
+// The flagship dense scenario as its source ran it: Llama 3 405B at 8K tokens (Llama Team 2024,
+// Sec. 3.3.2 and Table 4) without activation recomputation, interleaved with one layer fewer on
+// the first and the last stage, ranks ordered [TP, CP, PP, DP], gradients sharded (ZeRO-2).
+#include <boost/program_options.hpp>
+#include <catch2/catch.hpp>
+
+#include "sim/scenario/run.hpp"
+#include "sim/scenario/scenario.hpp"
+
+namespace po = boost::program_options;
+using namespace dtsim;
+
+namespace {
+
+Scenario load_flagship(const std::vector<std::string>& overrides) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
+  return load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama3-405b-16k.ini", vm);
+}
+
+}  // namespace
+
+TEST_CASE("the Llama 3 405B scenario runs as the paper describes", "[scenario][llama3]") {
+  // Two DP replicas on 256 GPUs keep a stage's layers, chunks and micro-batches.
+  const std::vector<std::string> small = {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32",
+                                          "--cluster.pod_gpus=128", "--output.trace_detail=summary"};
+  Scenario as_published = load_flagship(small);
+  const EngineResult zero2 = run_scenario(as_published, "", 2, true);
+  const ParallelPlan& p = as_published.plan;
+  CHECK(p.recompute == Recompute::none);
+  CHECK(p.schedule == Schedule::interleaved);
+  CHECK(p.virtual_stages == 4);
+  CHECK(p.zero_stage == 2);
+  CHECK(p.sequence_parallel);
+  CHECK(p.attention == Attention::flash);
+  CHECK((p.tp == 8 && p.pp == 16 && p.micro_batches() == 16));
+  CHECK(load_flagship({}).plan.dp == 128);
+  // One layer fewer on the end stages: 7 + 14 x 8 + 7 = 126, the end chunks one layer short.
+  REQUIRE(p.stage_layers.size() == 16);
+  CHECK(p.stage_layers.front() == 7);
+  CHECK(p.stage_layers.back() == 7);
+  for (int s = 1; s < 15; ++s) CHECK(p.stage_layers[s] == 8);
+  CHECK(p.chunk_layers(0, 0) == 1);
+  CHECK(p.chunk_layers(15, 3) == 1);
+  // [TP, CP, PP, DP]: a rank's pipeline neighbour is 8 ranks on, its DP peer 128.
+  CHECK(p.rank_of({.dp = 0, .tp = 0, .pp = 1}) == 8);
+  CHECK(p.rank_of({.dp = 1, .tp = 0, .pp = 0}) == 128);
+  // ZeRO-1's reading (fp32 gradients accumulated over the micro-batches, one reduce-scatter per
+  // step) is faster than reduce-scattering every micro-batch's gradients.
+  std::vector<std::string> one = small;
+  one.push_back("--parallel.zero_stage=1");
+  Scenario single_reduction = load_flagship(one);
+  CHECK(run_scenario(single_reduction, "", 2, true).summary.step_time_s < zero2.summary.step_time_s);
+}
