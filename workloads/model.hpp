@@ -21,6 +21,7 @@ struct ModelShape {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;          // 0 = heads (multi-head attention); fewer = GQA/MQA
+  int head_dim = 0;          // per-head query/key/value size; 0 = hidden / heads (Qwen3: 128 apart from it)
   int ffn_hidden = 0;        // 0 = 4 x hidden
   FfnKind ffn = FfnKind::gelu;
   int vocab = 0;
@@ -53,8 +54,9 @@ struct ModelShape {
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
-  double head_dim() const { return static_cast<double>(hidden) / heads; }
-  double kv_dim() const { return head_dim() * kv_heads_or_heads(); }
+  double head_dim_or_default() const { return head_dim > 0 ? head_dim : static_cast<double>(hidden) / heads; }
+  double q_dim() const { return head_dim_or_default() * heads; }          // queries, and the attention output
+  double kv_dim() const { return head_dim_or_default() * kv_heads_or_heads(); }
 
   bool is_moe() const { return experts > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
