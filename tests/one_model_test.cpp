@@ -79,6 +79,8 @@ TEST_CASE("fit's training memory is the peak run simulates for the layout", "[fi
       {"dense, flash attention + SP", "name = llama2-7b", "megatron-core", 2, 2, 1, 1, 4, Recompute::none},
       {"GQA, selective recompute", "name = llama3-8b", "megatron-core", 4, 1, 2, 1, 2, Recompute::selective},
       {"MoE with EP, standard attention", moe, "megatron-lm-2022", 2, 1, 4, 2, 2, Recompute::none, 0, 2},
+      {"MoE every second layer, two stages", moe + "\nmoe_layer_step = 2", "megatron-core", 1, 2, 4, 1, 4,
+       Recompute::full, 1, 2},
       {"heads x head_dim apart from hidden, selective recompute", wide_heads, "megatron-lm-2022", 2, 1, 2, 1, 2,
        Recompute::selective},
       {"uneven stages, full recompute", "name = gpt-1.7b", "megatron-lm-2021", 1, 5, 1, 2, 8, Recompute::full},

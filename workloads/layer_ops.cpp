@@ -144,7 +144,7 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   if (model_.parallel_block) norm2.saved = 0;  // its input is the layer input, already kept
   ops.push_back(norm2);
   enter_tp_region(ops);
-  if (model_.is_moe() && layer >= model_.dense_layers) {
+  if (model_.is_moe_layer(layer)) {
     for (const OpSpec& op : moe_mlp()) ops.push_back(op);
   } else {
     OpSpec fc1 = gemm(OpKind::fc1, T, up, h);
