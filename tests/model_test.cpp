@@ -54,6 +54,33 @@ TEST_CASE("the catalog's newer models match their published parameter counts", "
   }
 }
 
+TEST_CASE("the mixture-of-experts catalog matches the published totals", "[model][moe]") {
+  struct Row {
+    const char* name;
+    double published, tolerance;
+  };
+  // Model cards and papers: Qwen3-30B-A3B 30.5B, Qwen3-235B-A22B 235B (Qwen's HF model cards);
+  // Mixtral 8x7B 46.7B (Mistral's announcement), 8x22B 141B (Mistral's announcement); DeepSeek-V3
+  // 671B without its MTP module (the report). Llama 4's 109B and 400B (Meta's announcement) count
+  // the vision encoder, which the text model leaves out: Scout's text model is 1.1 % smaller.
+  const Row rows[] = {{"qwen3-30b-a3b", 30.5e9, 0.01},      {"qwen3-235b-a22b", 235e9, 0.01},
+                      {"mixtral-8x7b", 46.7e9, 0.01},        {"mixtral-8x22b", 141e9, 0.01},
+                      {"llama4-scout-17b-16e", 109e9, 0.015}, {"llama4-maverick-17b-128e", 400e9, 0.01},
+                      {"deepseek-v3", 671e9, 0.01}};
+  for (const Row& r : rows) {
+    INFO(r.name << ": " << find_model(r.name).total_params() / 1e9 << " B");
+    CHECK(find_model(r.name).total_params() == Approx(r.published).epsilon(r.tolerance));
+    CHECK(find_model(r.name).is_moe());
+    CHECK_FALSE(find_model(r.name).source.empty());
+  }
+  // Qwen3's 32 heads of 128 are twice its hidden size of 2048; Maverick alternates dense and MoE
+  // layers (24 of each), Scout's are all MoE.
+  CHECK(find_model("qwen3-30b-a3b").q_dim() == 2 * 2048);
+  CHECK(find_model("llama4-maverick-17b-128e").moe_layers() == 24);
+  CHECK(find_model("llama4-scout-17b-16e").moe_layers() == 48);
+  CHECK(find_model("deepseek-v3").total_params() == find_model("deepseek-r1").total_params());
+}
+
 TEST_CASE("DeepSeek-R1 activates 37B of its 671B parameters per token", "[model]") {
   const ModelShape& m = find_model("deepseek-r1");
   // The report's "37B" is rounded to the billion: 36.5B to 37.5B (dtsim: 36.63B).

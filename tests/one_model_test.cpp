@@ -72,10 +72,17 @@ TEST_CASE("fit's training memory is the peak run simulates for the layout", "[fi
       "name = custom\nlayers = 6\nhidden = 1024\nheads = 16\nkv_heads = 4\nffn = swiglu\nffn_hidden = 2816\n"
       "vocab = 32000\nseq_len = 2048\nexperts = 8\nactive_experts = 2\nshared_experts = 1\nexpert_ffn_hidden = 704\n"
       "dense_layers = 1";
+  const std::string wide_heads =  // Qwen3's heads x head_dim = 2 x hidden
+      "name = custom\nlayers = 4\nhidden = 1024\nheads = 16\nkv_heads = 4\nhead_dim = 128\nffn = swiglu\n"
+      "ffn_hidden = 2816\nvocab = 32000\nseq_len = 2048";
   const Layout layouts[] = {
       {"dense, flash attention + SP", "name = llama2-7b", "megatron-core", 2, 2, 1, 1, 4, Recompute::none},
       {"GQA, selective recompute", "name = llama3-8b", "megatron-core", 4, 1, 2, 1, 2, Recompute::selective},
       {"MoE with EP, standard attention", moe, "megatron-lm-2022", 2, 1, 4, 2, 2, Recompute::none, 0, 2},
+      {"MoE every second layer, two stages", moe + "\nmoe_layer_step = 2", "megatron-core", 1, 2, 4, 1, 4,
+       Recompute::full, 1, 2},
+      {"heads x head_dim apart from hidden, selective recompute", wide_heads, "megatron-lm-2022", 2, 1, 2, 1, 2,
+       Recompute::selective},
       {"uneven stages, full recompute", "name = gpt-1.7b", "megatron-lm-2021", 1, 5, 1, 2, 8, Recompute::full},
       {"ZeRO-3 (FSDP)", "name = llama2-7b", "torchtitan", 1, 1, 8, 1, 2, Recompute::none},
       {"context parallel (p2p ring), distributed optimizer", "name = llama3-8b", "megatron-core", 2, 2, 2, 1, 4,

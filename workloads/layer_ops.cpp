@@ -79,8 +79,8 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, s = model_.seq_len, b = plan_.micro_batch;
   // Per-head query/key and value dimensions (MLA: nope + rope and v_head_dim; keys per query head).
   const bool mla = model_.is_mla();
-  const double d_qk = mla ? model_.nope_head_dim + model_.rope_head_dim : model_.head_dim();
-  const double d_v = mla ? model_.v_head_dim : model_.head_dim();
+  const double d_qk = mla ? model_.nope_head_dim + model_.rope_head_dim : model_.head_dim_or_default();
+  const double d_v = mla ? model_.v_head_dim : model_.head_dim_or_default();
   const double heads = static_cast<double>(model_.heads) / t();
   const double kv_heads = mla ? heads : std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / t());
   const double q_n = heads * d_qk, k_n = kv_heads * d_qk, v_n = kv_heads * d_v, o_n = heads * d_v;
@@ -150,7 +150,7 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   if (model_.parallel_block) norm2.saved = 0;  // its input is the layer input, already kept
   ops.push_back(norm2);
   enter_tp_region(ops);
-  if (model_.is_moe() && layer >= model_.dense_layers) {
+  if (model_.is_moe_layer(layer)) {
     for (const OpSpec& op : moe_mlp()) ops.push_back(op);
   } else {
     OpSpec fc1 = gemm(OpKind::fc1, T, up, h);

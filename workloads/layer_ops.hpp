@@ -18,7 +18,7 @@ class LayerOps {
  public:
   LayerOps(const ModelShape& model, const ParallelPlan& plan) : model_(model), plan_(plan) {}
 
-  // Transformer layer `layer` (global index: an MoE model's first dense_layers are dense); with
+  // Transformer layer `layer` (global index: dense or MoE as ModelShape::is_moe_layer says); with
   // selective recomputation the attention core keeps nothing of its own, with full recomputation
   // only the layer input is kept. materialized: what the layer keeps when it is (re)computed for
   // its backward pass, as without recomputation.

@@ -4,7 +4,7 @@
 namespace dtsim {
 
 LayerParams layer_params(const ModelShape& m, const ParallelPlan& p, int layer) {
-  if (!m.is_moe() || layer < m.dense_layers) return LayerParams{m.params_per_layer(), 0};
+  if (!m.is_moe_layer(layer)) return LayerParams{m.params_per_layer(), 0};
   const double routed = m.experts * m.expert_params();
   return LayerParams{m.moe_layer_params() - routed, routed / p.ep};
 }

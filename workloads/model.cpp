@@ -21,9 +21,11 @@ double ModelShape::attention_params() const {
                       kv_lora_rank * a * (nope_head_dim + v_head_dim);
     return q + kv + a * v_head_dim * h;
   }
-  const double kv = kv_dim();
-  const double qkv = h * (h + 2 * kv) + (bias || qkv_bias ? h + 2 * kv : 0);
-  const double out = h * h + (bias ? h : 0);
+  // Q, K, V: hidden x (heads x head_dim), twice hidden x (kv_heads x head_dim); the output
+  // projection (heads x head_dim) x hidden.
+  const double q = q_dim(), kv = kv_dim();
+  const double qkv = h * (q + 2 * kv) + (bias || qkv_bias ? q + 2 * kv : 0);
+  const double out = q * h + (bias ? h : 0);
   return qkv + out;
 }
 

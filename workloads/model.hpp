@@ -21,6 +21,7 @@ struct ModelShape {
   int hidden = 0;
   int heads = 0;
   int kv_heads = 0;          // 0 = heads (multi-head attention); fewer = GQA/MQA
+  int head_dim = 0;          // per-head query/key/value size; 0 = hidden / heads (Qwen3: 128 apart from it)
   int ffn_hidden = 0;        // 0 = 4 x hidden
   FfnKind ffn = FfnKind::gelu;
   int vocab = 0;
@@ -33,14 +34,17 @@ struct ModelShape {
   bool parallel_block = false;  // attention and MLP side by side on the layer input (GPT-J/NeoX)
   bool qkv_bias = false;        // only the Q, K, V projections carry biases (Qwen2); implied by bias
   // Mixture of experts (DeepSeek-V3/R1): the first dense_layers layers have a dense MLP of
-  // ffn_hidden; every other layer routes each token to active_experts of `experts` routed
-  // experts plus shared_experts always-on ones, each a SwiGLU MLP of expert_ffn_hidden, chosen
-  // by a router (hidden x experts). experts = 0: a dense model.
+  // ffn_hidden; after them every moe_layer_step-th layer (the last of each group of that many:
+  // Llama 4 Maverick's interleave_moe_layer_step 2 makes layers 1, 3, 5, ... MoE) routes each
+  // token to active_experts of `experts` routed experts plus shared_experts always-on ones, each a
+  // SwiGLU MLP of expert_ffn_hidden, chosen by a router (hidden x experts); the layers between
+  // keep the dense MLP. experts = 0: a dense model.
   int experts = 0;
   int active_experts = 0;
   int shared_experts = 0;
   int expert_ffn_hidden = 0;
   int dense_layers = 0;
+  int moe_layer_step = 1;
   // Multi-head latent attention (DeepSeek-V2/V3): queries through a rank-q_lora_rank bottleneck,
   // keys and values from a kv_lora_rank latent plus a shared rope_head_dim rotary key; per head
   // nope_head_dim + rope_head_dim query/key dims and v_head_dim value dims. kv_lora_rank = 0: none.
@@ -53,12 +57,16 @@ struct ModelShape {
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
   int ffn_or_default() const { return ffn_hidden > 0 ? ffn_hidden : 4 * hidden; }
-  double head_dim() const { return static_cast<double>(hidden) / heads; }
-  double kv_dim() const { return head_dim() * kv_heads_or_heads(); }
+  double head_dim_or_default() const { return head_dim > 0 ? head_dim : static_cast<double>(hidden) / heads; }
+  double q_dim() const { return head_dim_or_default() * heads; }          // queries, and the attention output
+  double kv_dim() const { return head_dim_or_default() * kv_heads_or_heads(); }
 
   bool is_moe() const { return experts > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
-  int moe_layers() const { return is_moe() ? layers - dense_layers : 0; }
+  int moe_layers() const { return is_moe() ? (layers - dense_layers) / moe_layer_step : 0; }
+  bool is_moe_layer(int layer) const {
+    return is_moe() && layer >= dense_layers && (layer - dense_layers + 1) % moe_layer_step == 0;
+  }
 
   double attention_params() const;   // one layer's attention block (projections, MLA norms)
   double expert_params() const;      // one expert's SwiGLU MLP

@@ -49,6 +49,29 @@ ModelShape qwen(std::string name, int layers, int hidden, int heads, int kv_head
   return m;
 }
 
+// A mixture-of-experts shape: `experts` routed SwiGLU experts of expert_ffn (active per token)
+// plus `shared` always-on ones, after `dense` dense layers, MoE every `step`-th layer after them.
+ModelShape moe(ModelShape m, int experts, int active, int shared, int expert_ffn, int dense = 0, int step = 1) {
+  m.experts = experts;
+  m.active_experts = active;
+  m.shared_experts = shared;
+  m.expert_ffn_hidden = expert_ffn;
+  m.dense_layers = dense;
+  m.moe_layer_step = step;
+  return m;
+}
+
+// Qwen3 MoE (Yang et al. 2025, Qwen3 technical report, and the HF config.json): Llama-style with
+// no biases at all, 4 KV heads of head_dim 128 whatever the hidden size, every layer MoE with 128
+// experts (8 per token) and no shared expert; untied embeddings, vocab 151936; 4096-token
+// sequences in the pre-training stages S1 and S2. The per-head RMS norms on Q and K (QK-Norm,
+// 2 x 128 gains per layer) are left out: 0.00005 % of the parameters, and no kernel of their own.
+ModelShape qwen3_moe(std::string name, int layers, int hidden, int heads, int ffn, int expert_ffn, std::string source) {
+  ModelShape m = llama(std::move(name), layers, hidden, heads, 4, ffn, 151936, 4096, std::move(source));
+  m.head_dim = 128;
+  return moe(std::move(m), 128, 8, 0, expert_ffn);
+}
+
 std::vector<ModelShape> make_catalog() {
   std::vector<ModelShape> c;
   // BigScience BLOOM-176B model card: 70 layers, hidden 14336, 112 heads, vocab 250880, seq 2048,
@@ -122,6 +145,52 @@ std::vector<ModelShape> make_catalog() {
   r1.rope_head_dim = 64;
   r1.v_head_dim = 128;
   c.push_back(r1);
+  // DeepSeek-V3 (DeepSeek-AI 2024, the DeepSeek-V3 technical report; HF deepseek-ai/DeepSeek-V3
+  // config.json): the architecture of deepseek-r1 above. Its multi-token-prediction module (one
+  // more transformer block with a projection, num_nextn_predict_layers = 1, 14B: the checkpoint's
+  // 685B) predicts a second token during training; it is not modelled.
+  ModelShape v3 = r1;
+  v3.name = "deepseek-v3";
+  v3.source = "DeepSeek-AI 2024 (DeepSeek-V3 report); HF deepseek-ai/DeepSeek-V3 config.json: 671B total, 37B active "
+              "(MTP module of 14B not modelled)";
+  c.push_back(v3);
+  c.push_back(qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 6144, 768,
+                        "Yang et al. 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B config.json: 30.5B total, 3.3B active"));
+  c.push_back(qwen3_moe("qwen3-235b-a22b", 94, 4096, 64, 12288, 1536,
+                        "Yang et al. 2025 (Qwen3); HF Qwen/Qwen3-235B-A22B config.json: 235B total, 22B active"));
+  // Mixtral (Jiang et al. 2024, Mixtral of Experts; HF config.json files): Mistral-style GQA with 8
+  // KV heads, every layer MoE with 8 SwiGLU experts of intermediate_size (2 per token), untied.
+  // 8x7B: trained with a 32K context (the paper), vocab 32000. 8x22B: the 64K context of Mistral's
+  // announcement (max_position_embeddings 65536), the v3 tokenizer's vocab 32768 of
+  // mistralai/Mixtral-8x22B-Instruct-v0.1 (the base checkpoint's 32000 is 9.4M parameters fewer).
+  c.push_back(moe(llama("mixtral-8x7b", 32, 4096, 32, 8, 14336, 32000, 32768,
+                        "Jiang et al. 2024 (Mixtral of Experts); HF mistralai/Mixtral-8x7B-v0.1 config.json: 46.7B "
+                        "total, 12.9B active"),
+                  8, 2, 0, 14336));
+  c.push_back(moe(llama("mixtral-8x22b", 56, 6144, 48, 8, 16384, 32768, 65536,
+                        "Mistral AI 2024 (Mixtral 8x22B); HF mistralai/Mixtral-8x22B-Instruct-v0.1 config.json: 141B "
+                        "total, 39B active"),
+                  8, 2, 0, 16384));
+  // Llama 4 (Meta 2025, the Llama 4 announcement; HF text_config of config.json): 48 layers,
+  // hidden 5120, 40 heads of 128, 8 KV heads, vocab 202048, untied; routed experts and one shared
+  // expert of intermediate_size 8192 with top-1 routing; dense layers of intermediate_size_mlp
+  // 16384. Scout: 16 experts, every layer MoE. Maverick: 128 experts, interleave_moe_layer_step 2
+  // (layers 1, 3, ..., 47 MoE). The published totals (109B, 400B) include the vision encoder,
+  // which is not modelled. Three of every four layers attend within chunks of 8192 tokens
+  // (attention_chunk_size); seq_len is 8192, where that is full causal attention as dtsim runs it
+  // (Scout's rope_scaling original_max_position_embeddings is 8192 too); a longer sequence would
+  // overcount those layers' attention. Scout's QK norm (use_qk_norm) is an L2 norm without
+  // parameters; Maverick has none.
+  const auto llama4 = [](const char* name, int experts, int step, const char* repo, const char* totals) {
+    ModelShape m = llama(name, 48, 5120, 40, 8, 16384, 202048, 8192,
+                         fmt::format("Meta 2025 (Llama 4); HF {} config.json text_config: {}", repo, totals));
+    m.head_dim = 128;
+    return moe(std::move(m), experts, 1, 1, 8192, 0, step);
+  };
+  c.push_back(llama4("llama4-scout-17b-16e", 16, 1, "meta-llama/Llama-4-Scout-17B-16E",
+                     "109B total and 17B active with the vision encoder"));
+  c.push_back(llama4("llama4-maverick-17b-128e", 128, 2, "meta-llama/Llama-4-Maverick-17B-128E",
+                     "400B total and 17B active with the vision encoder"));
   // DeepSeek-R1-Distill (HF deepseek-ai/DeepSeek-R1-Distill-* config.json; bases Qwen2.5-Math-1.5B,
   // Qwen2.5-Math-7B, Qwen2.5-14B, Qwen2.5-32B, Llama-3.1-8B, Llama-3.3-70B-Instruct).
   c.push_back(qwen("deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 8960, 151936,

@@ -214,13 +214,14 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
         model.layers, plan.micro_batches(), plan.global_batch, plan.micro_batch, plan.dp, ops / 1e6,
         limits::kMaxProgramOps / 1e6, limits::kMaxProgramOps * 100 / 1e9));
   const double tokens = static_cast<double>(plan.micro_batch) * model.seq_len;
-  if (tokens * std::max(model.hidden, model.ffn_or_default()) > 9e18 || tokens > 2e9)
+  const double widest = std::max({static_cast<double>(model.hidden), model.q_dim(), 1.0 * model.ffn_or_default()});
+  if (tokens * widest > 9e18 || tokens > 2e9)
     throw InputError(fmt::format("training.micro_batch = {} x model.seq_len = {} tokens is too large to simulate",
                                  plan.micro_batch, model.seq_len));
-  // Model FLOPs of the step (GEMMs 6 x parameters x tokens, attention 12 x layers x hidden x seq_len
-  // per token, a third more with recompute), per GPU: bounds every simulated time.
+  // Model FLOPs of the step (GEMMs 6 x parameters x tokens, attention 12 x layers x heads x
+  // head_dim x seq_len per token, a third more with recompute), per GPU: bounds every simulated time.
   const double step_tokens = static_cast<double>(plan.global_batch) * model.seq_len;
-  const double step_flops = (6 * (model.is_moe() ? model.active_params() : model.total_params()) + 12.0 * model.layers * model.hidden * model.seq_len) *
+  const double step_flops = (6 * (model.is_moe() ? model.active_params() : model.total_params()) + 12.0 * model.layers * model.q_dim() * model.seq_len) *
                             step_tokens * (plan.recompute == Recompute::none ? 1.0 : 4.0 / 3.0);
   if (!(step_flops / num_gpus <= limits::kMaxStepFlopsPerGpu))
     throw InputError(fmt::format(

@@ -138,13 +138,16 @@ double estimate_step_s(const EstimateContext& c) {
   const ParallelPlan& p = c.plan;
   const LayerOps ops(m, p);
   const int mb = p.micro_batches();
-  const double dense = layer_s(c, ops, 0), moe = m.is_moe() ? layer_s(c, ops, std::min(m.dense_layers, m.layers - 1)) : dense;
+  // One dense and one MoE layer stand for all of their kind (the first of each).
+  const double dense = layer_s(c, ops, 0);
+  const double moe = m.is_moe() ? layer_s(c, ops, m.dense_layers + m.moe_layer_step - 1) : dense;
   const double hop = p.pp > 1 ? p.weight_bytes * ops.tokens() * m.hidden / p.tp / c.pp_bw : 0;
   double slowest = 0, all = 0;
   for (int s = 0; s < p.pp; ++s) {
     const int first = p.first_layer(s), n = p.stage_layers[s];
-    const int dense_n = std::clamp(m.dense_layers - first, 0, n);
-    double t = dense_n * dense + (n - dense_n) * moe + 2 * hop;
+    int moe_n = 0;
+    for (int l = first; l < first + n; ++l) moe_n += m.is_moe_layer(l);
+    double t = (n - moe_n) * dense + moe_n * moe + 2 * hop;
     if (s == 0) t += pass_s(c, ops.embedding_forward(), false) + pass_s(c, ops.backward_of(ops.embedding_forward()), true);
     if (s == p.pp - 1) t += pass_s(c, ops.head_forward(), false) + pass_s(c, ops.backward_of(ops.head_forward()), true);
     slowest = std::max(slowest, t);

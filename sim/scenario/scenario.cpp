@@ -42,6 +42,7 @@ constexpr Key kKeys[] = {
     {"model.hidden", "", "hidden size"},
     {"model.heads", "", "attention heads"},
     {"model.kv_heads", "", "key/value heads (GQA/MQA); default = heads"},
+    {"model.head_dim", "", "size of one attention head (Q, K and V per head); default = hidden / heads"},
     {"model.ffn_hidden", "", "MLP inner size; default 4 x hidden"},
     {"model.ffn", "", "gelu (2-matrix) | swiglu (3-matrix)"},
     {"model.vocab", "", "vocabulary size"},
@@ -57,6 +58,8 @@ constexpr Key kKeys[] = {
     {"model.shared_experts", "", "always-on experts per MoE layer"},
     {"model.expert_ffn_hidden", "", "inner size of one (SwiGLU) expert"},
     {"model.dense_layers", "", "leading layers with a dense MLP of ffn_hidden (MoE models)"},
+    {"model.moe_layer_step", "",
+     "after dense_layers, every moe_layer_step-th layer is MoE and the others dense (Llama 4 Maverick: 2); default 1"},
     {"training.framework", "megatron-core",
      "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
@@ -147,6 +150,7 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.hidden")) m.hidden = v.integer("model.hidden", 1, limits::kMaxHidden);
   if (v.given("model.heads")) m.heads = v.integer("model.heads", 1);
   if (v.given("model.kv_heads")) m.kv_heads = v.integer("model.kv_heads", 1);
+  if (v.given("model.head_dim")) m.head_dim = v.integer("model.head_dim", 1, limits::kMaxHidden);
   if (v.given("model.ffn_hidden")) m.ffn_hidden = v.integer("model.ffn_hidden", 1, limits::kMaxHidden);
   if (v.given("model.ffn")) m.ffn = v.parsed([&] { return parse_ffn_kind(v.text("model.ffn"), "model.ffn"); });
   if (v.given("model.vocab")) m.vocab = v.integer("model.vocab", 1);
@@ -163,6 +167,7 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.shared_experts")) m.shared_experts = v.integer("model.shared_experts", 0, limits::kMaxHidden);
   if (v.given("model.expert_ffn_hidden")) m.expert_ffn_hidden = v.integer("model.expert_ffn_hidden", 1, limits::kMaxHidden);
   if (v.given("model.dense_layers")) m.dense_layers = v.integer("model.dense_layers", 0);
+  if (v.given("model.moe_layer_step")) m.moe_layer_step = v.integer("model.moe_layer_step", 1);
   if (m.is_moe()) {
     if (m.active_experts < 1 || m.active_experts > m.experts)
       throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",
@@ -173,9 +178,17 @@ ModelShape read_model(const Values& v) {
     if (m.dense_layers >= m.layers)
       throw InputError(fmt::format("{}: model.dense_layers = {}: must be below model.layers = {} (at least one MoE "
                                    "layer)", v.source(), m.dense_layers, m.layers));
+    if (m.moe_layer_step > m.layers - m.dense_layers)
+      throw InputError(fmt::format("{}: model.moe_layer_step = {}: must be at most model.layers - model.dense_layers "
+                                   "= {} (at least one MoE layer)", v.source(), m.moe_layer_step,
+                                   m.layers - m.dense_layers));
   }
-  if (m.hidden % m.heads != 0)
-    throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}", v.source(), m.hidden, m.heads));
+  if (m.head_dim == 0 && m.hidden % m.heads != 0)
+    throw InputError(fmt::format("{}: model.hidden = {} is not divisible by model.heads = {}; give model.head_dim "
+                                 "when a head is not hidden / heads wide", v.source(), m.hidden, m.heads));
+  if (m.q_dim() > limits::kMaxHidden)
+    throw InputError(fmt::format("{}: model.heads = {} x model.head_dim = {} = {:.0f}: the attention width must be at "
+                                 "most {}", v.source(), m.heads, m.head_dim, m.q_dim(), limits::kMaxHidden));
   if (m.kv_heads > m.heads || (m.kv_heads > 0 && m.heads % m.kv_heads != 0))
     throw InputError(fmt::format("{}: model.kv_heads = {} must divide model.heads = {}", v.source(), m.kv_heads, m.heads));
   if (!(m.total_params() <= limits::kMaxParams))

@@ -101,13 +101,16 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   if (!sc.chosen.empty()) out += fmt::format("  chosen             {}\n", sc.chosen);
   const ModelShape& m = sc.model;
   if (m.is_moe())
-    out += fmt::format("  experts            {} routed ({} per token) + {} shared of {}, {} dense layers first, "
+    out += fmt::format("  experts            {} routed ({} per token) + {} shared of {}, {} dense layers first{}, "
                        "{:.2f} B active parameters{}\n", m.experts, m.active_experts, m.shared_experts,
-                       m.expert_ffn_hidden, m.dense_layers, m.active_params() / 1e9, m.is_mla() ? ", MLA attention" : "");
-  out += fmt::format("  model              {} layers, hidden {}, {} heads ({} kv), {} FFN {}, vocab {}, seq {}, "
+                       m.expert_ffn_hidden, m.dense_layers,
+                       m.moe_layer_step > 1 ? fmt::format(", then MoE every {} layers", m.moe_layer_step) : "",
+                       m.active_params() / 1e9, m.is_mla() ? ", MLA attention" : "");
+  out += fmt::format("  model              {} layers, hidden {}, {} heads ({} kv{}), {} FFN {}, vocab {}, seq {}, "
                      "{} positions, {:.2f} B parameters\n",
-                     m.layers, m.hidden, m.heads, m.kv_heads_or_heads(), ffn_kind_name(m.ffn), m.ffn_or_default(),
-                     m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
+                     m.layers, m.hidden, m.heads, m.kv_heads_or_heads(),
+                     m.head_dim > 0 ? fmt::format(", head_dim {}", m.head_dim) : "", ffn_kind_name(m.ffn),
+                     m.ffn_or_default(), m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
   out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} {} of {}\n",
                      sc.framework, p.recipe == Recipe::none ? precision_name(sc.precision) : recipe_spec(p.recipe).name, recompute_name(p.recompute), schedule_name(p.schedule),
                      p.zero_stage, node_kind_name(sc.cluster.node_kind),

@@ -12,6 +12,7 @@
 #include "sim/base/error.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/scenario/frameworks.hpp"
+#include "sim/validation/moe_row.hpp"
 
 namespace dtsim {
 namespace {
@@ -115,6 +116,61 @@ double seconds_from_tflops(const CsvRow& r, double tflops, long long gpus) {
   return flops > 0 ? flops / (gpus * tflops * 1e12) : 0;
 }
 
+// The model keys of a row: a catalog MoE model by name, the shape columns given on top (each
+// that differs from the catalog listed); else a custom model of the shape columns with its
+// family's architecture. Then the expert columns.
+void add_model(const CsvRow& r, const MoeRow& moe, RowScenario& out) {
+  const auto& get = [&](const char* k) -> const std::string& { return r.at(k); };
+  std::vector<std::string>& a = out.overrides;
+  if (moe.catalog) {
+    const ModelShape& m = *moe.catalog;
+    a.push_back("--model.name=" + m.name);
+    out.assumptions.push_back(fmt::format("model '{}' is the catalog's {} (its shape, attention and experts)",
+                                          get("model"), m.name));
+    struct Column {
+      const char* key;
+      int catalog;
+      bool shape;  // a shape column, passed on as its model key (the expert columns are moe's)
+    };
+    const Column columns[] = {{"layers", m.layers, true},
+                              {"hidden", m.hidden, true},
+                              {"heads", m.heads, true},
+                              {"kv_heads", m.kv_heads_or_heads(), true},
+                              {"ffn_hidden", m.ffn_or_default(), true},
+                              {"vocab", m.vocab, true},
+                              {"experts", m.experts, false},
+                              {"active_experts", m.active_experts, false},
+                              {"shared_experts", m.shared_experts, false},
+                              {"expert_ffn_hidden", m.expert_ffn_hidden, false},
+                              {"dense_layers", m.dense_layers, false}};
+    for (const Column& c : columns) {
+      if (get(c.key).empty()) continue;
+      if (get(c.key) != std::to_string(c.catalog))
+        out.assumptions.push_back(fmt::format("column {} = {} replaces the catalog's {}", c.key, get(c.key), c.catalog));
+      if (c.shape) a.push_back(fmt::format("--model.{}={}", c.key, get(c.key)));
+    }
+  } else {
+    a.insert(a.end(), {"--model.name=custom", "--model.layers=" + get("layers"), "--model.hidden=" + get("hidden"),
+                       "--model.heads=" + get("heads"), "--model.vocab=" + get("vocab")});
+    const Family* family = family_of(get("model"));
+    if (family == nullptr) {
+      family = &kFamilies[4];
+      out.assumptions.push_back(fmt::format("model '{}' names no known family: a GPT architecture assumed", get("model")));
+    }
+    a.push_back(std::string("--model.ffn=") + family->ffn);
+    a.push_back(std::string("--model.position_embedding=") + family->position);
+    a.push_back(std::string("--model.norm=") + family->norm);
+    a.push_back(std::string("--model.bias=") + (family->bias ? "true" : "false"));
+    a.push_back(std::string("--model.tied_embeddings=") + (family->tied ? "true" : "false"));
+    a.push_back(std::string("--model.embedding_norm=") + (family->embedding_norm ? "true" : "false"));
+    if (std::string(family->ffn) == "swiglu" && get("ffn_hidden").empty())
+      throw InputError(fmt::format("column ffn_hidden is empty: a {} model's SwiGLU size must be given", family->name));
+    if (!get("ffn_hidden").empty()) a.push_back("--model.ffn_hidden=" + get("ffn_hidden"));
+    if (!get("kv_heads").empty()) a.push_back("--model.kv_heads=" + get("kv_heads"));
+  }
+  a.insert(a.end(), moe.overrides.begin(), moe.overrides.end());
+}
+
 }  // namespace
 
 std::string row_unsupported(const CsvRow& r) {
@@ -122,7 +178,12 @@ std::string row_unsupported(const CsvRow& r) {
   if (get("iter_time_s").empty() && get("tokens_per_s_per_gpu").empty() && get("tflops_per_gpu").empty())
     return "no iteration time, tokens/s or TFLOP/s per GPU";
   if (contains(get("model"), "one transformer layer")) return "single-layer measurement, not a step";
-  for (const char* k : {"layers", "hidden", "heads", "vocab", "seq_len", "global_batch_seqs", "num_gpus", "tp", "pp"})
+  const MoeRow moe = moe_row(r);
+  if (!moe.unsupported.empty()) return moe.unsupported;
+  if (!moe.catalog)  // a catalog MoE model brings its own shape
+    for (const char* k : {"layers", "hidden", "heads", "vocab"})
+      if (get(k).empty()) return fmt::format("column {} is empty", k);
+  for (const char* k : {"seq_len", "global_batch_seqs", "num_gpus", "tp", "pp"})
     if (get(k).empty()) return fmt::format("column {} is empty", k);
   return "";
 }
@@ -167,9 +228,8 @@ RowScenario row_scenario(const CsvRow& r) {
   }
 
   std::vector<std::string>& a = out.overrides;
-  a = {"--training.framework=" + out.framework, "--model.name=custom", "--model.layers=" + get("layers"),
-       "--model.hidden=" + get("hidden"), "--model.heads=" + get("heads"), "--model.vocab=" + get("vocab"),
-       "--model.seq_len=" + get("seq_len"), "--training.global_batch=" + get("global_batch_seqs"),
+  a = {"--training.framework=" + out.framework, "--model.seq_len=" + get("seq_len"),
+       "--training.global_batch=" + get("global_batch_seqs"),
        "--training.micro_batch=" + micro_batch, "--training.precision=" + precision,
        "--training.recompute=" + recompute_of(get("recompute")), fmt::format("--parallel.tp={}", tp),
        fmt::format("--parallel.pp={}", pp), fmt::format("--parallel.dp={}", dp),
@@ -195,27 +255,13 @@ RowScenario row_scenario(const CsvRow& r) {
   if (contains(framework_text, "ddp-impl local")) a.push_back("--parallel.dp_overlap=false");
   if (contains(framework_text, "mp_mode pure")) a.push_back("--parallel.grad_reduce_fp32=false");
 
-  const Family* family = family_of(get("model"));
-  if (family == nullptr) {
-    family = &kFamilies[4];
-    out.assumptions.push_back(fmt::format("model '{}' names no known family: a GPT architecture assumed", get("model")));
-  }
-  a.push_back(std::string("--model.ffn=") + family->ffn);
-  a.push_back(std::string("--model.position_embedding=") + family->position);
-  a.push_back(std::string("--model.norm=") + family->norm);
-  a.push_back(std::string("--model.bias=") + (family->bias ? "true" : "false"));
-  a.push_back(std::string("--model.tied_embeddings=") + (family->tied ? "true" : "false"));
-  a.push_back(std::string("--model.embedding_norm=") + (family->embedding_norm ? "true" : "false"));
-  if (std::string(family->ffn) == "swiglu" && get("ffn_hidden").empty())
-    throw InputError(fmt::format("column ffn_hidden is empty: a {} model's SwiGLU size must be given", family->name));
+  add_model(r, moe_row(r), out);
 
   const long long vpp = get("vpp_chunks").empty() ? 1 : count_of(r, "vpp_chunks");
   if (vpp > 1) {
     a.push_back("--parallel.schedule=interleaved");
     a.push_back(fmt::format("--parallel.virtual_stages={}", vpp));
   }
-  if (!get("ffn_hidden").empty()) a.push_back("--model.ffn_hidden=" + get("ffn_hidden"));
-  if (!get("kv_heads").empty()) a.push_back("--model.kv_heads=" + get("kv_heads"));
   const auto [usual_count, usual_gbps] = usual_nics(gpu, per_node);
   if (get("nics_per_node").empty()) {
     a.push_back(fmt::format("--cluster.nics_per_node={}", usual_count));

@@ -1,8 +1,8 @@
 // One published run (a row of shared/validation/runs.csv) as a scenario: the framework column
-// mapped to a framework profile, the model column to an architecture family (MLP kind, positions,
-// biases, embeddings), empty columns filled from the profile, the family or the GPU and listed as
-// assumptions, and the published quantity to compare (iteration time, or the step time a
-// published throughput implies).
+// mapped to a framework profile, the model column to a catalog mixture-of-experts model
+// (moe_row.hpp) or else an architecture family (MLP kind, positions, biases, embeddings), empty
+// columns filled from the profile, the family or the GPU and listed as assumptions, and the
+// published quantity to compare (iteration time, or the step time a published throughput implies).
 #pragma once
 #include <map>
 #include <string>

@@ -14,6 +14,7 @@
 #include "sim/base/json.hpp"
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "sim/validation/moe_row.hpp"
 #include "sim/validation/row_scenario.hpp"
 
 namespace po = boost::program_options;
@@ -29,7 +30,9 @@ std::vector<ValidationCase> read_validation_cases(std::istream& in, const std::s
                             "vocab", "seq_len", "global_batch_seqs", "micro_batch", "num_gpus", "gpu_type",
                             "nic_gbps", "nics_per_node", "gpus_per_node", "precision", "tp", "pp", "cp",
                             "vpp_chunks", "sequence_parallel", "recompute", "zero_or_sharding", "iter_time_s"};
-  // Optional: framework, notes, tokens_per_s_per_gpu, tflops_per_gpu, flops_counting.
+  // Optional: framework, notes, tokens_per_s_per_gpu, tflops_per_gpu, flops_counting, and the
+  // mixture-of-experts columns (kMoeColumns: ep, experts, active_experts, shared_experts,
+  // expert_ffn_hidden, dense_layers).
   for (const char* col : required)
     if (std::find(header.begin(), header.end(), col) == header.end())
       throw InputError(fmt::format("{}: missing column '{}' (the columns of shared/validation/runs.csv)", name, col));
@@ -38,6 +41,7 @@ std::vector<ValidationCase> read_validation_cases(std::istream& in, const std::s
     CsvRow r;
     for (const char* optional : {"framework", "notes", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_counting"})
       r[optional] = "";
+    for (const char* optional : kMoeColumns) r[optional] = "";
     for (std::size_t c = 0; c < header.size(); ++c) r[header[c]] = c < records[i].size() ? records[i][c] : "";
     if (!sources.empty() && std::find(sources.begin(), sources.end(), r["source_id"]) == sources.end()) continue;
     ValidationCase vc;

@@ -1,0 +1,99 @@
+// dtsim validate on mixture-of-experts rows: a row whose model column names a catalog MoE model
+// runs that model (its expert columns and EP size on top), a row that looks like an MoE model
+// but lacks what it needs is skipped with the missing columns named, and a dense row is built as
+// before.
+#include <boost/program_options.hpp>
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <sstream>
+
+#include "sim/validation/validate.hpp"
+
+using namespace dtsim;
+
+namespace {
+
+const std::string kHeader =
+    "run_id,source_id,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch_seqs,micro_batch,"
+    "num_gpus,gpu_type,nic_gbps,nics_per_node,gpus_per_node,precision,tp,pp,cp,vpp_chunks,sequence_parallel,"
+    "recompute,zero_or_sharding,framework,iter_time_s,tokens_per_s_per_gpu,tflops_per_gpu,flops_counting,ep,experts,"
+    "active_experts,shared_experts,expert_ffn_hidden,dense_layers\n";
+
+// One row: the model columns, the layout (GPUs, TP, PP) and the expert columns; 1000 tokens/s.
+std::string row(const std::string& id, const std::string& model, const std::string& shape, int gpus, int tp, int pp,
+                const std::string& experts) {
+  return id + ",X," + model + "," + shape + ",4096,64,," + std::to_string(gpus) + ",H100-SXM5-80GB,,,8,bf16," +
+         std::to_string(tp) + "," + std::to_string(pp) + ",1,1,no,full,,Megatron-Core,,1000,,," + experts + "\n";
+}
+
+std::vector<ValidationCase> cases_of(const std::string& rows) {
+  std::istringstream csv(kHeader + rows);
+  return read_validation_cases(csv, "rows.csv", {});
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+
+}  // namespace
+
+TEST_CASE("an MoE row naming a catalog model runs it with the row's EP size", "[validate][moe]") {
+  // Shape columns empty: the catalog's Qwen3-235B-A22B (94 layers, heads of 128, 128 experts).
+  const auto cases = cases_of(row("qwen", "Qwen3-235B-A22B", ",,,,,", 64, 4, 2, "8,,,,,") +
+                              row("mixtral", "Mixtral 8x7B", "32,4096,32,8,14336,32000", 16, 2, 1, "4,8,2,0,14336,0"));
+  REQUIRE(cases.size() == 2);
+  for (const ValidationCase& c : cases) {
+    INFO(c.row.id << ": " << c.row.skip_reason);
+    REQUIRE(c.row.skip_reason.empty());
+  }
+  const Scenario qwen = validation_scenario(cases[0], "rows.csv");
+  CHECK(qwen.model.name == "qwen3-235b-a22b");
+  CHECK(qwen.model.experts == 128);
+  CHECK(qwen.model.head_dim == 128);
+  CHECK(qwen.model.seq_len == 4096);
+  CHECK(qwen.plan.ep == 8);
+  CHECK(has(cases[0].row.assumptions, "model 'Qwen3-235B-A22B' is the catalog's qwen3-235b-a22b (its shape, attention "
+                                      "and experts)"));
+  // Columns that agree with the catalog are passed on without a note.
+  const Scenario mixtral = validation_scenario(cases[1], "rows.csv");
+  CHECK(mixtral.model.name == "mixtral-8x7b");
+  CHECK(mixtral.model.experts == 8);
+  CHECK(mixtral.model.active_experts == 2);
+  CHECK(mixtral.plan.ep == 4);
+  for (const std::string& a : cases[1].row.assumptions) CHECK(a.find("replaces the catalog's") == std::string::npos);
+  // A column that differs from the catalog replaces its value, and says so.
+  const auto more = cases_of(row("mixtral16", "Mixtral 8x7B", ",,,,,", 16, 2, 1, "4,16,,,,"));
+  REQUIRE(more[0].row.skip_reason.empty());
+  CHECK(has(more[0].row.assumptions, "column experts = 16 replaces the catalog's 8"));
+  CHECK(validation_scenario(more[0], "rows.csv").model.experts == 16);
+}
+
+TEST_CASE("an MoE row without its expert columns is skipped, naming them", "[validate][moe]") {
+  const auto cases = cases_of(row("mixtral_no_ep", "Mixtral-8x22B", ",,,,,", 16, 2, 1, ",,,,,") +
+                              row("qwen15", "Qwen1.5-MoE-A2.7B", "24,2048,16,,5632,151936", 8, 1, 1, ",60,,,,") +
+                              row("deepseek_v2", "DeepSeek-V2", "60,5120,128,,12288,102400", 64, 1, 4, "8,160,6,2,1536,1"));
+  REQUIRE(cases.size() == 3);
+  CHECK(cases[0].row.skip_reason == "model 'Mixtral-8x22B' is a mixture of experts (mixtral-8x22b in the catalog); "
+                                    "the row lacks column ep");
+  CHECK(cases[1].row.skip_reason == "model 'Qwen1.5-MoE-A2.7B' is a mixture of experts; the row lacks columns ep, "
+                                    "active_experts, shared_experts, expert_ffn_hidden, dense_layers");
+  CHECK_THAT(cases[2].row.skip_reason, Catch::Contains("MLA attention, which only the catalog's deepseek-r1 and "
+                                                       "deepseek-v3 carry"));
+  for (const ValidationCase& c : cases) CHECK(c.overrides.empty());
+}
+
+TEST_CASE("a dense row is built as a custom model of its columns", "[validate][moe]") {
+  // A distill of DeepSeek-R1 is a dense Llama, whatever its name begins with.
+  const auto cases = cases_of(row("llama", "Llama 3 8B", "32,4096,32,8,14336,128256", 8, 1, 1, ",,,,,") +
+                              row("distill", "DeepSeek-R1-Distill-Llama-70B", "80,8192,64,8,28672,128256", 64, 8, 1,
+                                  ",,,,,"));
+  REQUIRE(cases.size() == 2);
+  for (const ValidationCase& c : cases) {
+    INFO(c.row.id);
+    REQUIRE(c.row.skip_reason.empty());
+    CHECK(has(c.overrides, "--model.name=custom"));
+    for (const std::string& o : c.overrides) CHECK(o.find("expert") == std::string::npos);
+    CHECK_FALSE(has(c.overrides, "--parallel.ep=1"));
+    const Scenario sc = validation_scenario(c, "rows.csv");
+    CHECK(sc.model.experts == 0);
+    CHECK(sc.plan.ep == 1);
+  }
+}
