@@ -189,6 +189,25 @@ TEST_CASE("an interleaved pipeline with a micro-batch count that is not a multip
   CHECK(r.summary.step_time_s > 0);
 }
 
+TEST_CASE("a schedule whose passes wait on each other stops the engine with an error, not a partial step", "[program][engine]") {
+  // Groups of 4 on 4 stages and 5 micro-batches leave a last group of 1 < pp, which
+  // validate_plan refuses (Megatron-Core's rule); built anyway, its passes wait on each other.
+  ModelShape m = find_model("gpt-1.7b");
+  m.layers = 24;
+  ParallelPlan p = plan_of(1, 4, 1, 1, 5, Recompute::none);
+  p.schedule = Schedule::interleaved;
+  p.virtual_stages = 3;
+  p.microbatch_group = 4;
+  p.stage_layers.assign(4, 6);
+  CHECK_THROWS_WITH(validate_plan(p, m, 4), Catch::Contains("parallel.microbatch_group = 4"));
+  ClusterConfig c;
+  c.gpus_per_node = 4;
+  const Program prog = build_program(m, p);
+  MemoryTraceSink sink;
+  CHECK_THROWS_WITH(Engine(prog, build_cluster(c), find_gpu("A100-SXM4-80GB"), Precision::bf16).run(&sink, TraceDetail::all),
+                    Catch::Contains("engine: the step stopped with rank"));
+}
+
 TEST_CASE("interleaving splits uneven stages with the extra layers away from the embedding and the head", "[program]") {
   // Llama 3 405B's layout on 4 stages: 4 + 5 + 5 + 4 layers (the embedding and the head count as
   // a layer each), 2 chunks per stage. Blocks in model order (chunk-major):

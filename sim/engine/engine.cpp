@@ -5,6 +5,7 @@
 // records, in (time, rank, sequence) order. See engine.hpp for why this is exact.
 #include "sim/engine/engine.hpp"
 
+#include <fmt/format.h>
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -137,6 +138,7 @@ class Simulation {
       ranks_[r] = ranks_[fold_.copy(r, 0)];
       ranks_[r].events = 0;  // the summary counts the events simulated
     }
+    check_finished();
     return result();
   }
 
@@ -486,6 +488,21 @@ class Simulation {
     int& index = recvs_delivered_[2 * static_cast<std::size_t>(dst) + (from_prev ? 0 : 1)];
     assert(index < static_cast<int>(list.size()));
     schedule_remote(d, dst, list[index++], f.start_ns, f.end_ns);
+  }
+
+  // With no event left every stream of every rank has run all its ops, unless the program's
+  // passes wait on each other (a schedule that cannot run): then the step would be a part of one.
+  void check_finished() const {
+    for (int r = 0; r < plan_.num_ranks(); ++r) {
+      const StageProgram& p = program_.stages[stage_of_[r]];
+      for (int st = 0; st < kNumStreams; ++st) {
+        const int ops = static_cast<int>(p.stream_ops[st].size());
+        if (ranks_[r].next[st] < ops)
+          throw std::logic_error(fmt::format(
+              "engine: the step stopped with rank {}'s {} stream at op {} of {}: its ops wait on each other across "
+              "ranks (a pipeline schedule that cannot run)", r, stream_name(static_cast<Stream>(st)), ranks_[r].next[st], ops));
+      }
+    }
   }
 
   EngineResult result() const {
