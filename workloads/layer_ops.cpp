@@ -235,8 +235,19 @@ void LayerOps::column_parallel_backward(const OpSpec& forward, std::vector<OpSpe
 
 std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) const {
   const double bytes = e() * tokens() * model_.hidden;
+  // In reverse order; an asynchronous all-to-all goes back ahead of the compute ops it ran beside,
+  // which it runs beside again (their backward does not need its gradients).
+  std::vector<OpSpec> reversed(forward.rbegin(), forward.rend());
+  for (std::size_t j = 0; j < reversed.size(); ++j) {
+    if (reversed[j].comm != CommKind::all_to_all || !reversed[j].async) continue;
+    std::size_t to = j;
+    for (int beside = reversed[j].overlaps; beside > 0 && to > 0; --to)
+      if (reversed[to - 1].comm == CommKind::none) --beside;
+    std::rotate(reversed.begin() + static_cast<std::ptrdiff_t>(to), reversed.begin() + static_cast<std::ptrdiff_t>(j),
+                reversed.begin() + static_cast<std::ptrdiff_t>(j) + 1);
+  }
   std::vector<OpSpec> ops;
-  for (auto it = forward.rbegin(); it != forward.rend(); ++it) {
+  for (auto it = reversed.begin(); it != reversed.end(); ++it) {
     if (it->comm == CommKind::all_to_all) {  // MoE: the gradients go back the way the tokens came
       OpSpec op = *it;
       op.saved = 0;
@@ -263,7 +274,7 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
     op.bytes = it->backward_bytes;
     if (op.column_parallel && t() > 1 && plan_.tp_overlap) {
       const auto next = std::next(it);
-      const bool gathered = next != forward.rend() && next->kind == OpKind::tp_all_gather;
+      const bool gathered = next != reversed.end() && next->kind == OpKind::tp_all_gather;
       if (plan_.sequence_parallel == gathered) {
         column_parallel_backward(*it, ops);
         if (gathered) ++it;  // its reduce-scatter is already in place

@@ -4,7 +4,8 @@
 // dispatch by all-to-all over the EP group; the local experts (experts / ep of them) as grouped
 // SwiGLU GEMMs, each expert getting T x top_k x ep / experts tokens on average (balanced
 // routing: every rank receives as many copies as it sends); the combine all-to-all back; the
-// weighted un-permutation; and the shared experts on every token. Expert matrices are split over
+// weighted un-permutation; and the shared experts on every token, after the routed ones or, with
+// parallel.moe_shared_expert_overlap, beside the two all-to-alls. Expert matrices are split over
 // TP like the dense MLP. The backward pass (layer_ops' backward_of) runs the all-to-alls again.
 // With ep = 1 there is nothing to exchange and the all-to-alls are left out.
 #include "workloads/layer_ops.hpp"
@@ -40,22 +41,37 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   // Sigmoid/softmax, top-k and the normalisation of the chosen weights: passes over fp32 scores.
   keep(elementwise(OpKind::gating, 3 * 4 * T * experts, 3 * 4 * T * experts, 10 * T * experts), 4 * T * experts);
   keep(elementwise(OpKind::moe_permute, 2 * e() * copies * h, 2 * e() * copies * h, 0), 0);
-  if (plan_.ep > 1) ops.push_back(ep_all_to_all(OpKind::moe_dispatch, e() * copies * h));
-  keep(gemm(OpKind::expert_fc1, copies / local, 2 * f, h, local), e() * copies * h);
-  keep(elementwise(OpKind::expert_activation, 3 * e() * copies * f, 5 * e() * copies * f, 6 * copies * f),
-       e() * copies * 2 * f);
-  keep(gemm(OpKind::expert_fc2, copies / local, h, f, local), e() * copies * f);
-  if (plan_.ep > 1) ops.push_back(ep_all_to_all(OpKind::moe_combine, e() * copies * h));
-  // Weighted sum of each token's expert outputs; keeps them for the gradient of the weights.
-  keep(elementwise(OpKind::moe_unpermute, e() * (copies + T) * h, e() * (2 * copies + T) * h, 2 * copies * h),
-       e() * copies * h);
-  if (model_.shared_experts > 0) {
+  // The shared experts run after the routed ones, or, overlapped, their first GEMM and
+  // activation beside the dispatch and their second GEMM beside the combine.
+  const bool shared = model_.shared_experts > 0;
+  const bool overlap = shared && plan_.ep > 1 && plan_.moe_shared_expert_overlap;
+  auto all_to_all = [&](OpKind kind, int beside) {
+    OpSpec a2a = ep_all_to_all(kind, e() * copies * h);
+    a2a.async = overlap, a2a.overlaps = beside;
+    ops.push_back(a2a);
+  };
+  auto shared_first = [&] {
     OpSpec fc1 = gemm(OpKind::shared_fc1, T, 2 * shared_f, h);
     fc1.column_parallel = true;
     keep(fc1, 0);  // its input is the router's, already kept
     keep(elementwise(OpKind::shared_activation, 3 * e() * T * shared_f, 5 * e() * T * shared_f, 6 * T * shared_f),
          e() * T * 2 * shared_f);
-    keep(gemm(OpKind::shared_fc2, T, h, shared_f), e() * T * shared_f);
+  };
+  auto shared_second = [&] { keep(gemm(OpKind::shared_fc2, T, h, shared_f), e() * T * shared_f); };
+  if (plan_.ep > 1) all_to_all(OpKind::moe_dispatch, 2);
+  if (overlap) shared_first();
+  keep(gemm(OpKind::expert_fc1, copies / local, 2 * f, h, local), e() * copies * h);
+  keep(elementwise(OpKind::expert_activation, 3 * e() * copies * f, 5 * e() * copies * f, 6 * copies * f),
+       e() * copies * 2 * f);
+  keep(gemm(OpKind::expert_fc2, copies / local, h, f, local), e() * copies * f);
+  if (plan_.ep > 1) all_to_all(OpKind::moe_combine, 1);
+  if (overlap) shared_second();
+  // Weighted sum of each token's expert outputs; keeps them for the gradient of the weights.
+  keep(elementwise(OpKind::moe_unpermute, e() * (copies + T) * h, e() * (2 * copies + T) * h, 2 * copies * h),
+       e() * copies * h);
+  if (shared && !overlap) {
+    shared_first();
+    shared_second();
   }
   return ops;
 }

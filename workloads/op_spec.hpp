@@ -17,9 +17,11 @@ struct OpSpec {
   bool attention_core = false; // recomputed in the backward pass under selective recomputation
   bool column_parallel = false;  // TP column-parallel GEMM: its input gradient is reduced over TP
   GemmPart gemm_part = GemmPart::whole;  // a backward GEMM timed as one or both of its GEMMs
-  // A communication op that runs on its stream while the next compute op runs; the compute op
-  // after that waits for it (Megatron's asynchronous TP communication in the backward pass).
+  // A communication op that runs on its stream while the next `overlaps` compute ops run; the
+  // compute op after them waits for it (Megatron's asynchronous TP communication in the backward
+  // pass; the MoE all-to-alls beside the shared experts).
   bool async = false;
+  int overlaps = 1;
   // Context parallelism: the attention op that closes the block of a layer's context-parallel
   // attention (the last K/V chunk's attention with p2p, the whole attention with all_gather);
   // cp_whole_flops and cp_whole_bytes are the whole attention's and cp_kv_bytes the keys and

@@ -76,6 +76,10 @@ struct ParallelPlan {
   // asynchronous TP all-reduce / sequence-parallel all-gather and reduce-scatter); the GEMM then
   // runs on the SMs the NCCL kernel leaves it (ComputeModel::comm_overlap_slowdown).
   bool tp_overlap = false;
+  // MoE with shared experts (Megatron-Core's --moe-shared-expert-overlap): the dispatch all-to-all
+  // runs beside the shared experts' first GEMM and activation, the combine beside their second
+  // GEMM, in the forward pass and mirrored in the backward.
+  bool moe_shared_expert_overlap = false;
   bool dp_overlap = true;            // gradient reduction in buckets during the last backward pass
   double dp_bucket_bytes = 25e6;     // gradient bytes per DP bucket (PyTorch DDP's 25 MB)
   // Gradients reduced in fp32 (FSDP's reduce_dtype = fp32, Megatron's

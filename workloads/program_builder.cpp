@@ -87,7 +87,7 @@ class StageBuilder {
         if (a.computes_left-- == 0) p_.deps.push_back(a.op);
       std::erase_if(async_pending_, [](const AsyncOp& a) { return a.computes_left < 0; });
     }
-    if (s.async) async_pending_.push_back({id, 1});
+    if (s.async) async_pending_.push_back({id, s.overlaps});
     p_.dep_begin.push_back(static_cast<int>(p_.deps.size()));
     if (s.comm == CommKind::recv)
       (s.group == Group::pp_prev ? p_.recv_from_prev : p_.recv_from_next).push_back(id);

@@ -85,19 +85,32 @@ double overlap_cost(const EstimateContext& c, double comm_s) { return comm_s * (
 // 2.5 GEMMs' work instead of 2), a ring collective at its group's bandwidth; an asynchronous
 // collective hides behind the GEMM it overlaps.
 double pass_s(const EstimateContext& c, const std::vector<OpSpec>& ops, bool backward) {
-  double sum = 0;
-  for (const OpSpec& op : ops) {
-    if (op.comm != CommKind::none) {
-      const bool tp = op.group == Group::tp;
-      const double n = tp ? c.plan.tp : c.plan.ep, bw = tp ? c.tp_bw : c.ep_bw;
-      const double comm = n > 1 ? (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw : 0;
-      sum += op.async ? overlap_cost(c, comm) : comm;
-      continue;
-    }
+  const auto kernel_s = [&](const OpSpec& op) {
     double compute = 0;
     if (op.kind == OpKind::flash_attention) compute = 0.5 * op.flops * (backward ? 1.25 : 1) / c.rates.flash;
     else if (op.m > 0) compute = op.flops / c.rates.gemm;
-    sum += std::max(compute, op.bytes / c.rates.hbm) + kLaunchS;
+    return std::max(compute, op.bytes / c.rates.hbm) + kLaunchS;
+  };
+  double sum = 0;
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    const OpSpec& op = ops[i];
+    if (op.comm == CommKind::none) {
+      sum += kernel_s(op);
+      continue;
+    }
+    const bool tp = op.group == Group::tp;
+    const double n = tp ? c.plan.tp : c.plan.ep, bw = tp ? c.tp_bw : c.ep_bw;
+    const double comm = n > 1 ? (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw : 0;
+    if (!op.async) {
+      sum += comm;
+      continue;
+    }
+    // Hidden behind the compute ops it runs beside, as far as they last.
+    double beside = 0;
+    for (std::size_t j = i + 1, left = op.overlaps; j < ops.size() && left > 0; ++j)
+      if (ops[j].comm == CommKind::none) beside += kernel_s(ops[j]), --left;
+    const double hidden = std::min(comm, beside);
+    sum += comm - hidden + overlap_cost(c, hidden);
   }
   return sum;
 }

@@ -92,6 +92,8 @@ constexpr Key kKeys[] = {
     {"parallel.microbatch_group", "auto",
      "interleaved schedule: micro-batches each model chunk runs back to back before the next chunk (Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage), from pp to the micro-batches per step, the remainder 0 or >= pp; auto = pp. A step's micro-batches need not be a multiple of pp (Llama 3)"},
     {"parallel.sequence_parallel", "", "true | false: Megatron sequence parallelism over the TP group"},
+    {"parallel.moe_shared_expert_overlap", "false",
+     "true | false: MoE with shared experts and ep > 1: the dispatch all-to-all runs beside the shared experts' first GEMM and activation, the combine beside their second GEMM, forward and backward (Megatron-Core's --moe-shared-expert-overlap)"},
     {"parallel.tp_overlap", "",
      "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
     {"parallel.dp_overlap", "", "true | false: reduce gradients in buckets during the last backward pass"},
@@ -465,6 +467,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.sequence_parallel = v.boolean("parallel.sequence_parallel");
   p.dp_overlap = v.boolean("parallel.dp_overlap");
   p.tp_overlap = v.boolean("parallel.tp_overlap");
+  p.moe_shared_expert_overlap = v.boolean("parallel.moe_shared_expert_overlap");
   p.grad_reduce_fp32 = v.boolean("parallel.grad_reduce_fp32");
   p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);
   if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
