@@ -267,3 +267,32 @@ TEST_CASE("with shared-expert overlap the all-to-alls run beside the shared expe
   CHECK(of(OpKind::moe_permute, Phase::backward).first >= dispatch_back.second);
   CHECK(overlapped.summary.step_time_s < serial.summary.step_time_s);
 }
+
+TEST_CASE("an imbalanced expert load makes the group wait for its most loaded rank", "[moe][program]") {
+  // training.moe_load_imbalance r: the most loaded rank receives r x the mean copies, capped by a
+  // capacity factor; its grouped GEMMs and all-to-all traffic set every rank's timing while the
+  // FLOPs (model FLOPs) stay the mean's.
+  const ModelShape m = tiny_moe();
+  const auto expert_ops = [&](double imbalance, double capacity) {
+    ParallelPlan p = moe_plan(m, 4, 4);
+    p.moe_load_imbalance = imbalance, p.moe_capacity_factor = capacity;
+    const StageProgram s = build_program(m, p).stages[0];
+    std::map<OpKind, std::pair<double, double>> out;  // forward op of layer 2 -> (GEMM m or bytes, flops)
+    for (int i = 0; i < s.size(); ++i)
+      if (s.layer[i] == 2 && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward)
+        out[s.kind[i]] = {s.gemm_m[i] > 0 ? s.gemm_m[i] : s.bytes[i], s.flops[i]};
+    return out;
+  };
+  const auto balanced = expert_ops(1, 0), hot = expert_ops(1.5, 0), capped = expert_ops(1.5, 1.2);
+  for (OpKind k : {OpKind::expert_fc1, OpKind::expert_fc2, OpKind::moe_dispatch, OpKind::moe_combine}) {
+    INFO(op_kind_name(k));
+    CHECK(hot.at(k).first == Approx(1.5 * balanced.at(k).first).epsilon(0.01));
+    CHECK(capped.at(k).first == Approx(1.2 * balanced.at(k).first).epsilon(0.01));
+    CHECK(hot.at(k).second == Approx(balanced.at(k).second));
+  }
+  CHECK(hot.at(OpKind::moe_permute).first == Approx(balanced.at(OpKind::moe_permute).first));  // its own tokens
+  // A dense model refuses the keys.
+  ParallelPlan dense = plan_of(1, 1, 4, 1, 8, Recompute::none);
+  dense.moe_load_imbalance = 1.5;
+  CHECK_THROWS_WITH(validate_plan(dense, find_model("gpt-1.7b"), 4), Catch::Contains("training.moe_load_imbalance = 1.5"));
+}

@@ -3,9 +3,10 @@
 // top-k, normalisation, fp32); the permutation of the T x top_k token copies by expert; their
 // dispatch by all-to-all over the EP group; the local experts (experts / ep of them) as grouped
 // SwiGLU GEMMs, each expert getting T x top_k x ep / experts tokens on average (balanced
-// routing: every rank receives as many copies as it sends); the combine all-to-all back; the
-// weighted un-permutation; and the shared experts on every token, after the routed ones or, with
-// parallel.moe_shared_expert_overlap, beside the two all-to-alls. Expert matrices are split over
+// routing: every rank receives as many copies as it sends; with training.moe_load_imbalance or a
+// capacity factor, the most loaded rank's share, which the group waits for); the combine
+// all-to-all back; the weighted un-permutation; and the shared experts on every token, after the
+// routed ones or, with parallel.moe_shared_expert_overlap, beside the two all-to-alls. Expert matrices are split over
 // TP like the dense MLP. The backward pass (layer_ops' backward_of) runs the all-to-alls again.
 // With ep = 1 there is nothing to exchange and the all-to-alls are left out.
 #include "workloads/layer_ops.hpp"
@@ -26,6 +27,8 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, experts = model_.experts;
   const double local = experts / plan_.ep;               // experts on this rank
   const double copies = T * model_.active_experts;       // token copies sent, and received on average
+  // What the most loaded rank of the EP group receives (and the group waits for).
+  const double hot = copies * plan_.moe_hot_load();
   const double f = model_.expert_ffn_hidden / static_cast<double>(t());
   const double shared_f = model_.shared_experts * f;     // the shared experts side by side
   std::vector<OpSpec> ops;
@@ -46,7 +49,7 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   const bool shared = model_.shared_experts > 0;
   const bool overlap = shared && plan_.ep > 1 && plan_.moe_shared_expert_overlap;
   auto all_to_all = [&](OpKind kind, int beside) {
-    OpSpec a2a = ep_all_to_all(kind, e() * copies * h);
+    OpSpec a2a = ep_all_to_all(kind, e() * hot * h);
     a2a.async = overlap, a2a.overlaps = beside;
     ops.push_back(a2a);
   };
@@ -60,10 +63,16 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   auto shared_second = [&] { keep(gemm(OpKind::shared_fc2, T, h, shared_f), e() * T * shared_f); };
   if (plan_.ep > 1) all_to_all(OpKind::moe_dispatch, 2);
   if (overlap) shared_first();
-  keep(gemm(OpKind::expert_fc1, copies / local, 2 * f, h, local), e() * copies * h);
-  keep(elementwise(OpKind::expert_activation, 3 * e() * copies * f, 5 * e() * copies * f, 6 * copies * f),
-       e() * copies * 2 * f);
-  keep(gemm(OpKind::expert_fc2, copies / local, h, f, local), e() * copies * f);
+  // The grouped GEMMs run the most loaded rank's tokens; their FLOPs count the mean, the work
+  // the step does (model FLOPs).
+  const auto grouped = [&](OpKind kind, double n, double k) {
+    OpSpec g = gemm(kind, hot / local, n, k, local);
+    g.flops = 2 * copies * n * k;
+    return g;
+  };
+  keep(grouped(OpKind::expert_fc1, 2 * f, h), e() * hot * h);
+  keep(elementwise(OpKind::expert_activation, 3 * e() * hot * f, 5 * e() * hot * f, 6 * copies * f), e() * hot * 2 * f);
+  keep(grouped(OpKind::expert_fc2, h, f), e() * hot * f);
   if (plan_.ep > 1) all_to_all(OpKind::moe_combine, 1);
   if (overlap) shared_second();
   // Weighted sum of each token's expert outputs; keeps them for the gradient of the weights.

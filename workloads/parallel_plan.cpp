@@ -136,6 +136,10 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
     if (plan.ep != 1)
       throw InputError(fmt::format("parallel.ep = {}: model {} has no experts (model.experts = 0); expert parallelism "
                                    "needs a mixture-of-experts model, so set parallel.ep = 1", plan.ep, model.name));
+    if (plan.moe_load_imbalance != 1 || plan.moe_capacity_factor != 0)
+      throw InputError(fmt::format("training.moe_load_imbalance = {} / training.moe_capacity_factor = {}: model {} has "
+                                   "no experts; leave them at 1 and 0", plan.moe_load_imbalance, plan.moe_capacity_factor,
+                                   model.name));
     return;
   }
   if (plan.dp % plan.ep != 0)

@@ -2,6 +2,7 @@
 // sizes and schedule, sequence parallelism, ZeRO stage / FSDP, DP overlap, recomputation,
 // attention kernel, precision, and the mapping of ranks onto GPUs.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <string>
 #include <string_view>
@@ -80,6 +81,14 @@ struct ParallelPlan {
   // runs beside the shared experts' first GEMM and activation, the combine beside their second
   // GEMM, in the forward pass and mirrored in the backward.
   bool moe_shared_expert_overlap = false;
+  // MoE expert load: the most loaded EP rank's routed token copies over the mean (1: balanced),
+  // and the capacity factor that caps every expert at that multiple of its mean (0: dropless).
+  // The EP group waits for its most loaded rank, whose share every rank's program carries.
+  double moe_load_imbalance = 1;
+  double moe_capacity_factor = 0;
+  double moe_hot_load() const {
+    return moe_capacity_factor > 0 ? std::min(moe_load_imbalance, moe_capacity_factor) : moe_load_imbalance;
+  }
   bool dp_overlap = true;            // gradient reduction in buckets during the last backward pass
   double dp_bucket_bytes = 25e6;     // gradient bytes per DP bucket (PyTorch DDP's 25 MB)
   // Gradients reduced in fp32 (FSDP's reduce_dtype = fp32, Megatron's

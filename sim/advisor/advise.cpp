@@ -89,6 +89,8 @@ double pass_s(const EstimateContext& c, const std::vector<OpSpec>& ops, bool bac
     double compute = 0;
     if (op.kind == OpKind::flash_attention) compute = 0.5 * op.flops * (backward ? 1.25 : 1) / c.rates.flash;
     else if (op.m > 0) compute = op.flops / c.rates.gemm;
+    // The routed experts run the most loaded rank's tokens (their FLOPs count the mean).
+    if (op.kind == OpKind::expert_fc1 || op.kind == OpKind::expert_fc2) compute *= c.plan.moe_hot_load();
     return std::max(compute, op.bytes / c.rates.hbm) + kLaunchS;
   };
   double sum = 0;

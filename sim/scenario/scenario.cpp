@@ -69,6 +69,10 @@ constexpr Key kKeys[] = {
      "recipes: the linear layers' GEMMs in FP8 or FP4)"},
     {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
     {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
+    {"training.moe_load_imbalance", "1",
+     "MoE: the most loaded EP rank's routed token copies over the mean, >= 1 (1 = force-balanced, as Megatron-Core's --moe-router-force-load-balancing and published benchmarks run); the EP group waits for that rank's grouped GEMMs and all-to-all traffic"},
+    {"training.moe_capacity_factor", "0",
+     "MoE: 0 = dropless; c > 0 caps each expert at c x its mean token count and drops the rest (Megatron-Core's --moe-expert-capacity-factor), so no rank exceeds c x the mean"},
     {"training.dropout", "",
      "true | false: dropout on attention probabilities and layer outputs (GPT-2/Megatron GPT: 0.1; BLOOM, Llama, MPT: none)"},
     {"training.grad_accumulation", "",
@@ -452,6 +456,8 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
+  p.moe_load_imbalance = v.real("training.moe_load_imbalance", 1, 1e6);
+  p.moe_capacity_factor = v.real("training.moe_capacity_factor", 0, 1e6);
   p.fused_kernels = v.boolean("training.fused_kernels");
   p.grad_accumulation = v.parsed([&] { return parse_grad_accumulation(v.text("training.grad_accumulation"), "training.grad_accumulation"); });
   p.tp = v.size_or_auto("parallel.tp");
