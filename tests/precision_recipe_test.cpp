@@ -52,19 +52,27 @@ TEST_CASE("every recipe is named, sourced, and fp8 means delayed scaling", "[pre
   // Block-scaled formats carry a scale per 32 (MXFP8) or 16 (NVFP4) values in both layouts.
   CHECK(recipe_spec(Recipe::mxfp8).weight_cache_bytes == Approx(2 * (1 + 1.0 / 32)));
   CHECK(recipe_spec(Recipe::nvfp4).weight_cache_bytes == Approx(2 * (0.5 + 1.0 / 16)));
+  // DeepSeek-V3's fine-grained FP8: an FP32 scale per 1 x 128 tile in both layouts, per 128 x 128
+  // weight block; no amax pass.
+  CHECK(recipe_spec(Recipe::fp8_blockwise).cast_bytes == Approx(2 + 2 * (1 + 4.0 / 128)));
+  CHECK(recipe_spec(Recipe::fp8_blockwise).amax_bytes == 0);
+  CHECK(recipe_spec(Recipe::fp8_blockwise).weight_cache_bytes == Approx(2).epsilon(0.001));
+  // The error for an unknown value lists every recipe.
+  CHECK(recipe_names() == "fp8, fp8_delayed, fp8_current, fp8_blockwise, mxfp8, nvfp4");
 }
 
 TEST_CASE("a recipe speeds the linear layers' GEMMs and leaves attention and the head in BF16", "[precision]") {
   const GpuSpec& b200 = find_gpu("B200");
   std::map<Recipe, double> fc1, quantized_fc1, flash, head;
-  for (Recipe r : {Recipe::none, Recipe::fp8_delayed, Recipe::fp8_current, Recipe::mxfp8, Recipe::nvfp4}) {
+  for (Recipe r : {Recipe::none, Recipe::fp8_delayed, Recipe::fp8_current, Recipe::fp8_blockwise, Recipe::mxfp8,
+                   Recipe::nvfp4}) {
     const Program prog = program_with(r);
     const ComputeModel model(b200, gemm_precision(r), Attention::flash, r);
     fc1[r] = seconds_of(prog, model, OpKind::fc1, Phase::forward);
     flash[r] = seconds_of(prog, model, OpKind::flash_attention, Phase::forward);
     head[r] = seconds_of(prog, model, OpKind::lm_head, Phase::forward);
   }
-  for (Recipe r : {Recipe::fp8_delayed, Recipe::fp8_current, Recipe::mxfp8, Recipe::nvfp4}) {
+  for (Recipe r : {Recipe::fp8_delayed, Recipe::fp8_current, Recipe::fp8_blockwise, Recipe::mxfp8, Recipe::nvfp4}) {
     INFO(recipe_spec(r).name);
     CHECK(fc1[r] < fc1[Recipe::none]);
     CHECK(flash[r] == flash[Recipe::none]);
@@ -93,4 +101,5 @@ TEST_CASE("a recipe keeps quantized weight copies, and block scaling needs hardw
   CHECK_THROWS_WITH(ComputeModel(find_gpu("H100"), Precision::fp4, Attention::flash, Recipe::nvfp4),
                     Catch::Contains("nvfp4"));
   CHECK_NOTHROW(ComputeModel(find_gpu("H100"), Precision::fp8, Attention::flash, Recipe::fp8_current));
+  CHECK_NOTHROW(ComputeModel(find_gpu("H800"), Precision::fp8, Attention::flash, Recipe::fp8_blockwise));  // Hopper
 }

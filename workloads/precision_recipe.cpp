@@ -15,6 +15,10 @@ const std::vector<RecipeSpec>& recipes() {
       {Recipe::fp8_current, "fp8_current", false, 2 + 1 + 1, 2, 0, 2, false,
        "Transformer Engine Float8CurrentScaling: the per-tensor scale from the tensor's own amax, a reduction pass "
        "before each cast"},
+      {Recipe::fp8_blockwise, "fp8_blockwise", false, 2 + 2 * (1 + 4.0 / 128), 0, 0, 2 * (1 + 4.0 / (128 * 128)), false,
+       "Transformer Engine Float8BlockScaling (Hopper) and DeepSeek-V3 (2024) Sec. 3.3: E4M3 values with an FP32 scale "
+       "per 1x128 tile of activations and gradients (row- and column-wise copies) and per 128x128 block of weights, "
+       "computed in the cast (no amax history or pass); partial sums promoted to FP32 every 128 along K"},
       {Recipe::mxfp8, "mxfp8", false, 2 + 2 * (1 + 1.0 / 32), 0, 0, 2 * (1 + 1.0 / 32), true,
        "Transformer Engine MXFP8BlockScaling (Blackwell): E4M3 values with an E8M0 scale per 32 along the "
        "contraction, row- and column-wise copies (the OCP Microscaling format)"},
@@ -24,6 +28,12 @@ const std::vector<RecipeSpec>& recipes() {
        "on the weight-gradient operands, stochastic rounding of gradients"},
   };
   return all;
+}
+
+std::string recipe_names() {
+  std::string out = "fp8";
+  for (const RecipeSpec& r : recipes()) out += ", " + std::string(r.name);
+  return out;
 }
 
 const RecipeSpec* find_recipe(std::string_view text) {

@@ -4,13 +4,14 @@
 // NVFP4 pretraining report). The linear layers' GEMMs (QKV, output projection, MLP, experts) run
 // in the recipe's format; attention, the LM head and everything else stay in BF16.
 #pragma once
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace dtsim {
 
 // none: every GEMM in the training precision (bf16, fp16, tf32, fp32).
-enum class Recipe { none, fp8_delayed, fp8_current, mxfp8, nvfp4 };
+enum class Recipe { none, fp8_delayed, fp8_current, fp8_blockwise, mxfp8, nvfp4 };
 
 struct RecipeSpec {
   Recipe recipe = Recipe::none;
@@ -36,5 +37,7 @@ struct RecipeSpec {
 const RecipeSpec* find_recipe(std::string_view text);
 const RecipeSpec& recipe_spec(Recipe r);
 const std::vector<RecipeSpec>& recipes();
+// The training.precision values that name a recipe, in catalog order: "fp8, fp8_delayed, ...".
+std::string recipe_names();
 
 }  // namespace dtsim

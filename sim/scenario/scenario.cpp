@@ -65,8 +65,8 @@ constexpr Key kKeys[] = {
     {"training.global_batch", "2048", "sequences per step"},
     {"training.micro_batch", "2", "sequences per micro-batch"},
     {"training.precision", "bf16",
-     "fp32 | tf32 | fp16 | bf16 | fp8 (= fp8_delayed) | fp8_delayed | fp8_current | mxfp8 | nvfp4 (Transformer Engine's "
-     "recipes: the linear layers' GEMMs in FP8 or FP4)"},
+     "fp32 | tf32 | fp16 | bf16 | fp8 (= fp8_delayed) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 | nvfp4 "
+     "(Transformer Engine's recipes: the linear layers' GEMMs in FP8 or FP4)"},
     {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
     {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
     {"training.moe_load_imbalance", "1",
@@ -446,8 +446,8 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
       try {
         return parse_precision(v.text("training.precision"), "training.precision");
       } catch (const InputError&) {
-        throw InputError(fmt::format("training.precision = '{}': valid values are fp32, tf32, fp16, bf16, fp8, "
-                                     "fp8_delayed, fp8_current, mxfp8, nvfp4", v.text("training.precision")));
+        throw InputError(fmt::format("training.precision = '{}': valid values are fp32, tf32, fp16, bf16, {}",
+                                     v.text("training.precision"), recipe_names()));
       }
     });
   }
