@@ -27,7 +27,6 @@ std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
     const int end = first + group >= m ? m : first + group;  // the last group takes the remainder
     for (int chunk = 0; chunk < v; ++chunk)
       for (int mb = first; mb < end; ++mb) table.push_back(PipelinePass{true, mb, chunk});
-    if (end == m) break;
   }
   auto pass = [&](int k, bool forward) {
     PipelinePass out = table[k];
