@@ -23,7 +23,21 @@ bool contains(const std::string& text, const char* what) {
   return lower.find(what) != std::string::npos;
 }
 
+// The training.precision a row's precision text names. NeMo/Megatron-Bridge name their FP8
+// recipes: FP8-CS (per-tensor current scaling), FP8-MX / MXFP8 (32-element blocks), FP8-SC or
+// FP8-blockwise (128 x 128 weight and 1 x 128 activation sub-channel scales: DeepSeek-V3's). Any
+// other FP8 (llm-foundry's amp_fp8) is Transformer Engine's delayed scaling.
 std::string precision_of(const std::string& text) {
+  if (contains(text, "nvfp4")) return "nvfp4";
+  if (contains(text, "mxfp8") || contains(text, "fp8-mx") || contains(text, "fp8_mx")) return "mxfp8";
+  if (contains(text, "fp8-sc") || contains(text, "fp8_sc") || contains(text, "blockwise") ||
+      contains(text, "sub-channel") || contains(text, "subchannel"))
+    throw InputError(fmt::format("precision '{}' is FP8 with block-wise (sub-channel) scales, which no "
+                                 "training.precision models (fp8_delayed, fp8_current, mxfp8, nvfp4)",
+                                 text));
+  if (contains(text, "fp8-cs") || contains(text, "fp8_cs") || contains(text, "current scaling") ||
+      contains(text, "current-scaling"))
+    return "fp8_current";
   if (contains(text, "fp8")) return "fp8";
   if (contains(text, "bf16")) return "bf16";
   if (contains(text, "fp16")) return "fp16";
