@@ -119,3 +119,15 @@ TEST_CASE("a row's FP8 recipe maps to its training.precision", "[validate][moe]"
         "precision 'FP8-SC' is FP8 with block-wise (sub-channel) scales, which no training.precision models "
         "(fp8_delayed, fp8_current, mxfp8, nvfp4)");
 }
+
+TEST_CASE("an MoE row whose EP folds over TP and DP is skipped, saying why", "[validate][moe]") {
+  // Megatron-Bridge's Qwen3-235B-A22B on 256 H100: TP 2, PP 8 (DP 16), EP 32 over TP x DP.
+  const auto cases = cases_of(row("folded", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "32,,,,,") +
+                              row("carved", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "16,,,,,"));
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].overrides.empty());
+  CHECK(cases[0].row.skip_reason ==
+        "column ep = 32 spans TP x CP x DP = 2 x 1 x 16 ranks (Megatron-Core's expert-parallel folding, experts not "
+        "split over TP), which dtsim cannot express: its EP divides DP and each expert is split over TP");
+  CHECK(cases[1].row.skip_reason.empty());
+}

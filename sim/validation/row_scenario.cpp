@@ -269,7 +269,19 @@ RowScenario row_scenario(const CsvRow& r) {
   if (contains(framework_text, "ddp-impl local")) a.push_back("--parallel.dp_overlap=false");
   if (contains(framework_text, "mp_mode pure")) a.push_back("--parallel.grad_reduce_fp32=false");
 
-  add_model(r, moe_row(r), out);
+  const MoeRow moe = moe_row(r);
+  add_model(r, moe, out);
+  // dtsim carves the expert-parallel ranks out of DP and splits each expert over TP; Megatron-Core
+  // can also fold EP over the TP and CP ranks (expert TP 1), which a row whose EP does not divide
+  // its DP size needs.
+  if (moe.moe && !get("ep").empty()) {
+    const long long ep = count_of(r, "ep");
+    if (dp % ep != 0 && (tp * cp * dp) % ep == 0)
+      throw InputError(fmt::format("column ep = {} spans TP x CP x DP = {} x {} x {} ranks (Megatron-Core's expert-parallel "
+                                   "folding, experts not split over TP), which dtsim cannot express: its EP divides "
+                                   "DP and each expert is split over TP",
+                                   ep, tp, cp, dp));
+  }
 
   const long long vpp = get("vpp_chunks").empty() ? 1 : count_of(r, "vpp_chunks");
   if (vpp > 1) {
