@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <sstream>
+#include <utility>
 
 #include "sim/validation/validate.hpp"
 
@@ -21,8 +22,8 @@ const std::string kHeader =
 
 // One row: the model columns, the layout (GPUs, TP, PP) and the expert columns; 1000 tokens/s.
 std::string row(const std::string& id, const std::string& model, const std::string& shape, int gpus, int tp, int pp,
-                const std::string& experts) {
-  return id + ",X," + model + "," + shape + ",4096,64,," + std::to_string(gpus) + ",H100-SXM5-80GB,,,8,bf16," +
+                const std::string& experts, const std::string& precision = "bf16") {
+  return id + ",X," + model + "," + shape + ",4096,64,," + std::to_string(gpus) + ",H100-SXM5-80GB,,,8," + precision + "," +
          std::to_string(tp) + "," + std::to_string(pp) + ",1,1,no,full,,Megatron-Core,,1000,,," + experts + "\n";
 }
 
@@ -96,4 +97,37 @@ TEST_CASE("a dense row is built as a custom model of its columns", "[validate][m
     CHECK(sc.model.experts == 0);
     CHECK(sc.plan.ep == 1);
   }
+}
+
+TEST_CASE("a row's FP8 recipe maps to its training.precision", "[validate][moe]") {
+  // NeMo/Megatron-Bridge's names (FP8-CS, FP8-MX, MXFP8, NVFP4); other FP8 text is delayed scaling.
+  const std::pair<const char*, const char*> named[] = {
+      {"FP8-CS", "fp8_current"}, {"\"FP8 (per-tensor current scaling, FP8-CS)\"", "fp8_current"},
+      {"FP8-MX", "mxfp8"},       {"MXFP8", "mxfp8"},
+      {"NVFP4", "nvfp4"},        {"amp_fp8", "fp8"},
+      {"FP8", "fp8"},            {"bf16", "bf16"}};
+  for (const auto& [text, precision] : named) {
+    INFO(text);
+    const auto cases = cases_of(row("q", "Qwen3-30B-A3B", ",,,,,", 16, 1, 1, "8,,,,,", text));
+    REQUIRE(cases[0].row.skip_reason.empty());
+    CHECK(has(cases[0].overrides, std::string("--training.precision=") + precision));
+  }
+  // DeepSeek-V3's block-wise FP8 is no recipe dtsim has: the row is skipped, saying so.
+  const auto blockwise = cases_of(row("b", "Qwen3-30B-A3B", ",,,,,", 16, 1, 1, "8,,,,,", "FP8-SC"));
+  CHECK(blockwise[0].overrides.empty());
+  CHECK(blockwise[0].row.skip_reason ==
+        "precision 'FP8-SC' is FP8 with block-wise (sub-channel) scales, which no training.precision models "
+        "(fp8_delayed, fp8_current, mxfp8, nvfp4)");
+}
+
+TEST_CASE("an MoE row whose EP folds over TP and DP is skipped, saying why", "[validate][moe]") {
+  // Megatron-Bridge's Qwen3-235B-A22B on 256 H100: TP 2, PP 8 (DP 16), EP 32 over TP x DP.
+  const auto cases = cases_of(row("folded", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "32,,,,,") +
+                              row("carved", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "16,,,,,"));
+  REQUIRE(cases.size() == 2);
+  CHECK(cases[0].overrides.empty());
+  CHECK(cases[0].row.skip_reason ==
+        "column ep = 32 spans TP x CP x DP = 2 x 1 x 16 ranks (Megatron-Core's expert-parallel folding, experts not "
+        "split over TP), which dtsim cannot express: its EP divides DP and each expert is split over TP");
+  CHECK(cases[1].row.skip_reason.empty());
 }

@@ -23,7 +23,21 @@ bool contains(const std::string& text, const char* what) {
   return lower.find(what) != std::string::npos;
 }
 
+// The training.precision a row's precision text names. NeMo/Megatron-Bridge name their FP8
+// recipes: FP8-CS (per-tensor current scaling), FP8-MX / MXFP8 (32-element blocks), FP8-SC or
+// FP8-blockwise (128 x 128 weight and 1 x 128 activation sub-channel scales: DeepSeek-V3's). Any
+// other FP8 (llm-foundry's amp_fp8) is Transformer Engine's delayed scaling.
 std::string precision_of(const std::string& text) {
+  if (contains(text, "nvfp4")) return "nvfp4";
+  if (contains(text, "mxfp8") || contains(text, "fp8-mx") || contains(text, "fp8_mx")) return "mxfp8";
+  if (contains(text, "fp8-sc") || contains(text, "fp8_sc") || contains(text, "blockwise") ||
+      contains(text, "sub-channel") || contains(text, "subchannel"))
+    throw InputError(fmt::format("precision '{}' is FP8 with block-wise (sub-channel) scales, which no "
+                                 "training.precision models (fp8_delayed, fp8_current, mxfp8, nvfp4)",
+                                 text));
+  if (contains(text, "fp8-cs") || contains(text, "fp8_cs") || contains(text, "current scaling") ||
+      contains(text, "current-scaling"))
+    return "fp8_current";
   if (contains(text, "fp8")) return "fp8";
   if (contains(text, "bf16")) return "bf16";
   if (contains(text, "fp16")) return "fp16";
@@ -255,7 +269,19 @@ RowScenario row_scenario(const CsvRow& r) {
   if (contains(framework_text, "ddp-impl local")) a.push_back("--parallel.dp_overlap=false");
   if (contains(framework_text, "mp_mode pure")) a.push_back("--parallel.grad_reduce_fp32=false");
 
-  add_model(r, moe_row(r), out);
+  const MoeRow moe = moe_row(r);
+  add_model(r, moe, out);
+  // dtsim carves the expert-parallel ranks out of DP and splits each expert over TP; Megatron-Core
+  // can also fold EP over the TP and CP ranks (expert TP 1), which a row whose EP does not divide
+  // its DP size needs.
+  if (moe.moe && !get("ep").empty()) {
+    const long long ep = count_of(r, "ep");
+    if (dp % ep != 0 && (tp * cp * dp) % ep == 0)
+      throw InputError(fmt::format("column ep = {} spans TP x CP x DP = {} x {} x {} ranks (Megatron-Core's expert-parallel "
+                                   "folding, experts not split over TP), which dtsim cannot express: its EP divides "
+                                   "DP and each expert is split over TP",
+                                   ep, tp, cp, dp));
+  }
 
   const long long vpp = get("vpp_chunks").empty() ? 1 : count_of(r, "vpp_chunks");
   if (vpp > 1) {
