@@ -105,19 +105,14 @@ TEST_CASE("a row's FP8 recipe maps to its training.precision", "[validate][moe]"
       {"FP8-CS", "fp8_current"}, {"\"FP8 (per-tensor current scaling, FP8-CS)\"", "fp8_current"},
       {"FP8-MX", "mxfp8"},       {"MXFP8", "mxfp8"},
       {"NVFP4", "nvfp4"},        {"amp_fp8", "fp8"},
-      {"FP8", "fp8"},            {"bf16", "bf16"}};
+      {"FP8", "fp8"},            {"bf16", "bf16"},
+      {"FP8-SC", "fp8_blockwise"}, {"FP8 blockwise", "fp8_blockwise"}};
   for (const auto& [text, precision] : named) {
     INFO(text);
     const auto cases = cases_of(row("q", "Qwen3-30B-A3B", ",,,,,", 16, 1, 1, "8,,,,,", text));
     REQUIRE(cases[0].row.skip_reason.empty());
     CHECK(has(cases[0].overrides, std::string("--training.precision=") + precision));
   }
-  // DeepSeek-V3's block-wise FP8 is no recipe dtsim has: the row is skipped, saying so.
-  const auto blockwise = cases_of(row("b", "Qwen3-30B-A3B", ",,,,,", 16, 1, 1, "8,,,,,", "FP8-SC"));
-  CHECK(blockwise[0].overrides.empty());
-  CHECK(blockwise[0].row.skip_reason ==
-        "precision 'FP8-SC' is FP8 with block-wise (sub-channel) scales, which no training.precision models "
-        "(fp8_delayed, fp8_current, mxfp8, nvfp4)");
 }
 
 TEST_CASE("an MoE row whose EP folds over TP and DP is skipped, saying why", "[validate][moe]") {

@@ -32,9 +32,7 @@ std::string precision_of(const std::string& text) {
   if (contains(text, "mxfp8") || contains(text, "fp8-mx") || contains(text, "fp8_mx")) return "mxfp8";
   if (contains(text, "fp8-sc") || contains(text, "fp8_sc") || contains(text, "blockwise") ||
       contains(text, "sub-channel") || contains(text, "subchannel"))
-    throw InputError(fmt::format("precision '{}' is FP8 with block-wise (sub-channel) scales, which no "
-                                 "training.precision models (fp8_delayed, fp8_current, mxfp8, nvfp4)",
-                                 text));
+    return "fp8_blockwise";
   if (contains(text, "fp8-cs") || contains(text, "fp8_cs") || contains(text, "current scaling") ||
       contains(text, "current-scaling"))
     return "fp8_current";
