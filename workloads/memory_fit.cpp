@@ -231,8 +231,19 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
   p.sequence_parallel = s.sequence_parallel && tp > 1;
   p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels, p.recipe = s.recipe;
   p.grad_reduce_fp32 = s.grad_reduce_fp32, p.grad_accumulation = s.grad_accumulation;
+  p.schedule = s.schedule, p.virtual_stages = s.virtual_stages, p.microbatch_group = s.microbatch_group;
   p.stage_layers = stage_split(m, pp).layers;
   return p;
+}
+
+TrainingSetup training_setup(const ParallelPlan& p, int seq_len) {
+  TrainingSetup s;
+  s.seq_len = seq_len, s.micro_batch = p.micro_batch, s.recompute = p.recompute, s.zero_stage = p.zero_stage;
+  s.sequence_parallel = p.sequence_parallel, s.micro_batches = p.micro_batches(), s.ep = p.ep, s.cp = p.cp;
+  s.attention = p.attention, s.dropout = p.dropout, s.fused_kernels = p.fused_kernels, s.recipe = p.recipe;
+  s.grad_reduce_fp32 = p.grad_reduce_fp32, s.grad_accumulation = p.grad_accumulation;
+  s.schedule = p.schedule, s.virtual_stages = p.virtual_stages, s.microbatch_group = p.microbatch_group;
+  return s;
 }
 
 MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int tp, int pp, int dp) {
@@ -265,10 +276,13 @@ MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int 
                      fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / tp{}{}",
                                  p.zero_stage >= 1 ? over + " (ZeRO-1)" : "", experts)});
   n.items.push_back({"activations", peak.activations,
-                     fmt::format("what each kernel keeps ({} attention, dropout {}, {}recompute {}): {} micro-batch(es) "
-                                 "in flight (1F1B){}{}", attention_name(p.attention), p.dropout ? "on" : "off",
+                     fmt::format("what each kernel keeps ({} attention, dropout {}, {}recompute {}): {} {} in flight "
+                                 "({}){}{}", attention_name(p.attention), p.dropout ? "on" : "off",
                                  p.sequence_parallel ? "sequence parallel, " : "", recompute_name(p.recompute),
-                                 peak.in_flight, p.recompute == Recompute::none ? "" : " + the layer being recomputed",
+                                 peak.in_flight, p.virtual_stages > 1 ? "model-chunk passes" : "micro-batch(es)",
+                                 p.virtual_stages > 1 ? fmt::format("interleaved x {}", p.virtual_stages)
+                                                      : std::string(schedule_name(p.schedule)),
+                                 p.recompute == Recompute::none ? "" : " + the layer being recomputed",
                                  p.cp > 1 ? fmt::format("; 1/{} of each sequence (context parallel)", p.cp) : "")});
   n.items.push_back({"buffers", peak.buffers,
                      p.zero_stage >= 3 && p.grad_ranks() > 1 ? "ZeRO-3: a layer's parameters gathered and the next prefetched"

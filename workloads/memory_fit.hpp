@@ -62,6 +62,9 @@ struct TrainingSetup {
   bool dropout = true;
   bool fused_kernels = true;
   Recipe recipe = Recipe::none;  // FP8/FP4 recipe: its quantized weight copies
+  Schedule schedule = Schedule::one_f_one_b;  // interleaved: virtual_stages chunks per stage
+  int virtual_stages = 1;
+  int microbatch_group = 0;       // interleaved: micro-batches per chunk group; 0 = pp
   bool grad_reduce_fp32 = false;  // fp32 main gradients (Megatron's main_grad buffers, FSDP's reduce dtype)
   GradAccumulation grad_accumulation = GradAccumulation::fused;  // fp32_buffer keeps bf16 .grad beside fp32
 };
@@ -79,6 +82,8 @@ StageSplit stage_split(const ModelShape& m, int pp);
 
 // The plan the program builder would run for this setup on tp x pp x dp GPUs (stage split as above).
 ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, int pp, int dp);
+// The setup of a plan as a scenario gives it (training_plan's inverse, but for the sizes).
+TrainingSetup training_setup(const ParallelPlan& p, int seq_len);
 
 // Static bytes per GPU of a pipeline stage, allocated before the step (the program builder's
 // memory plan and fit's alike): its layers' parameters (the routed experts of the EP shard apart),

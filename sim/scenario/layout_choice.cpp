@@ -11,19 +11,6 @@
 #include "workloads/memory_fit.hpp"
 
 namespace dtsim {
-namespace {
-
-// fit's training setup for the plan as the scenario gives it.
-TrainingSetup setup_of(const ParallelPlan& p, const ModelShape& m) {
-  TrainingSetup s;
-  s.seq_len = m.seq_len, s.micro_batch = p.micro_batch, s.recompute = p.recompute, s.zero_stage = p.zero_stage;
-  s.sequence_parallel = p.sequence_parallel, s.micro_batches = p.micro_batches(), s.ep = p.ep, s.cp = p.cp;
-  s.attention = p.attention, s.dropout = p.dropout, s.fused_kernels = p.fused_kernels, s.recipe = p.recipe;
-  s.grad_reduce_fp32 = p.grad_reduce_fp32, s.grad_accumulation = p.grad_accumulation;
-  return s;
-}
-
-}  // namespace
 
 std::string choose_layout(ParallelPlan& plan, const ModelShape& model, const GpuSpec& gpu, int num_gpus,
                           int gpus_per_node) {
@@ -66,7 +53,7 @@ std::string choose_layout(ParallelPlan& plan, const ModelShape& model, const Gpu
       if (first_error.empty()) first_error = e.what();
       continue;
     }
-    const double need = training_memory(model, setup_of(p, model), p.tp, p.pp, p.dp).total();
+    const double need = training_memory(model, training_setup(p, model.seq_len), p.tp, p.pp, p.dp).total();
     const std::string sizes = fmt::format("tp {}, pp {}, dp {}", p.tp, p.pp, p.dp);
     if (need <= gpu.memory_bytes) {
       plan = p;
