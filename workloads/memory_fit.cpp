@@ -71,8 +71,8 @@ ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const Layer
       c.recomputed.push_back(kept(ops.attention_core(materialized)));
     else c.recomputed.push_back(0);
   }
-  if (stage == 0 && chunk == 0) c.embedding = kept(ops.embedding_forward());
-  if (stage == p.pp - 1 && chunk == p.virtual_stages - 1) c.head = kept(ops.head_forward());
+  if (p.holds_embedding(stage, chunk)) c.embedding = kept(ops.embedding_forward());
+  if (p.holds_head(stage, chunk)) c.head = kept(ops.head_forward());
   // FSDP gathers a layer and prefetches the next: two at once (StageBuilder::gather_layer).
   if (p.zero_stage >= 3 && p.grad_ranks() > 1) c.gathered = std::min(2, count) * p.weight_bytes * m.params_per_layer() / p.tp;
   return c;
@@ -88,7 +88,7 @@ struct ActivationPeak {
 ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int stage) {
   const LayerOps ops(m, p);
   std::vector<ChunkMemory> chunks;
-  for (int c = 0; c < p.virtual_stages; ++c) chunks.push_back(chunk_memory(m, p, ops, stage, c));
+  for (int c = 0; c < p.chunks(); ++c) chunks.push_back(chunk_memory(m, p, ops, stage, c));
   ActivationPeak best;
   double held = 0;
   int in_flight = 0;
@@ -133,20 +133,39 @@ double gradient_bytes_per_param(const ParallelPlan& p) {
          (p.grad_accumulation == GradAccumulation::fp32_buffer ? p.weight_bytes : 0);
 }
 
+namespace {
+// The model stages whose layers a pipeline stage holds: its own, and DualPipe's mirror.
+std::vector<int> held_stages(const ParallelPlan& p, int stage) {
+  if (p.schedule == Schedule::dualpipe) return {stage, p.pp - 1 - stage};
+  return {stage};
+}
+}  // namespace
+
+LayerParams stage_params(const ModelShape& m, const ParallelPlan& p, int stage) {
+  LayerParams sum;
+  for (int s : held_stages(p, stage)) {
+    const LayerParams layers = layers_params(m, p, p.first_layer(s), p.stage_layers[s]);
+    sum.replicated += layers.replicated;
+    sum.experts += layers.experts;
+    if (s == 0) sum.replicated += m.embedding_params();
+    if (s == p.pp - 1)
+      sum.replicated += m.head_params() + m.final_norm_params() +
+                        (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
+  }
+  return sum;
+}
+
 StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
-  const LayerParams layers = layers_params(m, p, p.first_layer(stage), p.stage_layers[stage]);
-  double params = layers.replicated;
-  if (stage == 0) params += m.embedding_params();
-  if (stage == p.pp - 1)
-    params += m.head_params() + m.final_norm_params() +
-              (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
-  params /= p.tp;
-  const double experts = layers.experts / p.tp, dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
+  const LayerParams held = stage_params(m, p, stage);
+  const double params = held.replicated / p.tp;
+  const double experts = held.experts / p.tp, dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
   const auto share = [&](double per_param, int zero) {
     return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
   };
   // A recipe's quantized copies of the layers' weights (embedding and head stay in BF16).
-  const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layers.replicated / p.tp + experts);
+  double layer_weights = 0;
+  for (int s : held_stages(p, stage)) layer_weights += layers_params(m, p, p.first_layer(s), p.stage_layers[s]).replicated;
+  const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layer_weights / p.tp + experts);
   return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts) + quantized, share(gradient_bytes_per_param(p), 2),
           share(12, 1)};
 }
@@ -279,7 +298,7 @@ MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int 
                      fmt::format("what each kernel keeps ({} attention, dropout {}, {}recompute {}): {} {} in flight "
                                  "({}){}{}", attention_name(p.attention), p.dropout ? "on" : "off",
                                  p.sequence_parallel ? "sequence parallel, " : "", recompute_name(p.recompute),
-                                 peak.in_flight, p.virtual_stages > 1 ? "model-chunk passes" : "micro-batch(es)",
+                                 peak.in_flight, p.chunks() > 1 ? "model-chunk passes" : "micro-batch(es)",
                                  p.virtual_stages > 1 ? fmt::format("interleaved x {}", p.virtual_stages)
                                                       : std::string(schedule_name(p.schedule)),
                                  p.recompute == Recompute::none ? "" : " + the layer being recomputed",

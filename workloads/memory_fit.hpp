@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "workloads/layer_params.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallel_plan.hpp"
 
@@ -93,6 +94,10 @@ TrainingSetup training_setup(const ParallelPlan& p, int seq_len);
 struct StageState {
   double weights = 0, gradients = 0, optimizer = 0;
 };
+// Parameters a stage holds, whole (not split over TP): its layers' replicated ones with the
+// embedding, head, final norm and tied copy where it has them, and its EP shard's routed experts.
+// Under DualPipe a stage holds its own and its mirror's (pp - 1 - stage).
+LayerParams stage_params(const ModelShape& m, const ParallelPlan& p, int stage);
 StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage);
 // Bytes of gradient held per parameter: the fp32 main gradient where the plan accumulates and
 // reduces in fp32 (Megatron's main_grad buffers: "bf16 param, fp32 grads: 6 + 12/d" in its

@@ -23,7 +23,8 @@ Schedule parse_schedule(std::string_view text, std::string_view key) {
   if (text == "1f1b") return Schedule::one_f_one_b;
   if (text == "gpipe") return Schedule::gpipe;
   if (text == "interleaved") return Schedule::interleaved;
-  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved", key, text));
+  if (text == "dualpipe") return Schedule::dualpipe;
+  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved, dualpipe", key, text));
 }
 
 Attention parse_attention(std::string_view text, std::string_view key) {
@@ -44,7 +45,7 @@ std::string_view recompute_name(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
 }
 std::string_view schedule_name(Schedule s) {
-  return s == Schedule::one_f_one_b ? "1f1b" : s == Schedule::gpipe ? "gpipe" : "interleaved";
+  return s == Schedule::one_f_one_b ? "1f1b" : s == Schedule::gpipe ? "gpipe" : s == Schedule::interleaved ? "interleaved" : "dualpipe";
 }
 std::string_view attention_name(Attention a) {
   return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
@@ -113,6 +114,7 @@ int ParallelPlan::first_layer(int stage) const {
 }
 
 int ParallelPlan::chunk_layers(int stage, int chunk) const {
+  if (schedule == Schedule::dualpipe) return stage_layers[chunk_stage(stage, chunk)];
   const int n = stage_layers[stage], v = virtual_stages;
   const int extra = n % v;
   const bool gets_extra = stage == 0 ? chunk >= v - extra : chunk < extra;
@@ -120,6 +122,7 @@ int ParallelPlan::chunk_layers(int stage, int chunk) const {
 }
 
 int ParallelPlan::chunk_first_layer(int stage, int chunk) const {
+  if (schedule == Schedule::dualpipe) return first_layer(chunk_stage(stage, chunk));
   if (virtual_stages == 1) return first_layer(stage);
   int first = 0;  // the blocks before: all stages' earlier chunks, then this chunk's earlier stages
   for (int c = 0; c <= chunk; ++c)
@@ -293,6 +296,19 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
           "be empty or at least pp long (Megatron-Core's rule); valid values: {}",
           group, m, plan.pp, m, valid));
     }
+  }  // DualPipe (deepseek-ai/DualPipe, DualPipe.step): an even number of ranks, half the micro-batches
+  // from each end, and at least pp from each so that every rank reaches its overlapped steps.
+  if (plan.schedule == Schedule::dualpipe) {
+    const int m = plan.micro_batches();
+    if (plan.pp < 2 || plan.pp % 2 != 0)
+      throw InputError(fmt::format("parallel.schedule = dualpipe: parallel.pp = {}; DualPipe pairs each stage with its "
+                                   "mirror and needs an even pp >= 2", plan.pp));
+    if (m % 2 != 0 || m < 2 * plan.pp)
+      throw InputError(fmt::format("parallel.schedule = dualpipe: {} micro-batches per step; DualPipe feeds half of "
+                                   "them from each end and needs an even count of at least 2 x parallel.pp = {} "
+                                   "(set training.global_batch = micro_batch x dp x such a count)", m, 2 * plan.pp));
+    if (plan.microbatch_group != 0)
+      throw InputError("parallel.microbatch_group: only the interleaved schedule groups micro-batches; leave it at 0");
   }
 }
 

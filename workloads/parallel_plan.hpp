@@ -17,7 +17,11 @@ namespace dtsim {
 // backward pass instead of stored (Korthikanti et al. 2022); full: only each layer's input is kept.
 enum class Recompute { none, selective, full };
 // interleaved: Megatron's interleaved 1F1B with parallel.virtual_stages model chunks per stage.
-enum class Schedule { one_f_one_b, gpipe, interleaved };
+// dualpipe: DeepSeek-V3's bidirectional schedule; every rank holds two model stages (its own and
+// the mirror one, pp - 1 - stage), micro-batches enter from both ends, and a forward and a
+// backward pass of the two directions run side by side, each one's communication beside the
+// other's computation.
+enum class Schedule { one_f_one_b, gpipe, interleaved, dualpipe };
 // standard: QK^T, softmax, dropout and the context GEMM as separate kernels (Megatron);
 // flash: one fused kernel that keeps no score-sized activations (FlashAttention-2);
 // flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP.
@@ -127,8 +131,26 @@ struct ParallelPlan {
   // A stage whose layers do not divide by virtual_stages gives its extra layers to the chunks
   // away from the embedding and the head: the last chunks of the first stage, the first chunks
   // of the others (Llama 3's 405B run: one layer fewer on the first and the last stage).
+  // DualPipe: chunk 0 is the stage's own layers, run from the first stage to the last; chunk 1 the
+  // mirror stage's (pp - 1 - stage), run from the last stage to the first.
   int chunk_first_layer(int stage, int chunk) const;
   int chunk_layers(int stage, int chunk) const;
+  // Model chunks per stage: virtual_stages, two under DualPipe.
+  int chunks() const { return schedule == Schedule::dualpipe ? 2 : virtual_stages; }
+  // The model stage whose layers chunk `chunk` of `stage` runs (DualPipe's chunk 1: the mirror).
+  int chunk_stage(int stage, int chunk) const { return schedule == Schedule::dualpipe && chunk == 1 ? pp - 1 - stage : stage; }
+  // Whether the chunk's passes flow from the last stage to the first (DualPipe's chunk 1).
+  bool chunk_reversed(int chunk) const { return schedule == Schedule::dualpipe && chunk == 1; }
+  // Whether the chunk holds the embedding (its passes start the model) or the LM head (they end it).
+  bool holds_embedding(int stage, int chunk) const { return chunk_stage(stage, chunk) == 0 && (chunk == 0 || chunk_reversed(chunk)); }
+  bool holds_head(int stage, int chunk) const {
+    return chunk_stage(stage, chunk) == pp - 1 && (chunk == chunks() - 1 || schedule == Schedule::dualpipe);
+  }
+  // DualPipe: micro-batches [0, m/2) enter at the first stage, [m/2, m) at the last; the last
+  // micro-batch of the chunk's direction is the one whose backward pass ends its gradients.
+  int last_micro_batch(int chunk) const {
+    return schedule == Schedule::dualpipe && chunk == 0 ? micro_batches() / 2 - 1 : micro_batches() - 1;
+  }
 };
 
 // Parses a rank order, innermost first: "tp,cp,dp,pp", or three of them ("tp,dp,pp"), cp then

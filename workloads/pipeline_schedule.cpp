@@ -4,14 +4,59 @@
 // (schedules.py get_schedule_table, get_pp_rank_microbatches): micro-batches in groups of N
 // (parallel.microbatch_group, default pp), each group through chunk 0, then chunk 1, ..., the
 // last group taking the remainder; (pp - stage - 1) x 2 + (chunks - 1) x N warm-up forwards; each
-// backward pass takes the forward table's entry with its chunk mirrored.
+// backward pass takes the forward table's entry with its chunk mirrored. DualPipe: the eight
+// steps of deepseek-ai/DualPipe's DualPipe.step, below.
 #include "workloads/pipeline_schedule.hpp"
 
 #include <algorithm>
 
 namespace dtsim {
+namespace {
+
+// DualPipe on rank `stage` of pp (DeepSeek-V3 report Sec. 3.2.1; deepseek-ai/DualPipe,
+// dualpipe.py). Micro-batches [0, m/2) run through chunk 0 (stages 0 -> pp-1), [m/2, m) through
+// chunk 1 (pp-1 -> 0). The schedule speaks of each rank's near and far phase: phase 0 is chunk 0
+// on the first half of the ranks and chunk 1 on the second. With r = min(stage, pp-1-stage) and
+// H = pp/2: 2(H-r-1) forwards of phase 0; r+1 pairs F0 F1; H-r-1 rounds B1 F1; m/2-pp+r+1
+// rounds of F0&B1 then F1&B0 overlapped (the middle ranks run their first F0 and B1 apart);
+// H-r-1 rounds B1, F1&B0; r+1 pairs B1 B0; then the H-r-1 backwards of phase 0 left. The
+// weight-gradient passes that DualPipe defers to fill bubbles (zero bubble) run inside their
+// backward passes here.
+std::vector<PipelinePass> dualpipe_order(const ParallelPlan& plan, int stage) {
+  const int pp = plan.pp, half = pp / 2, r = std::min(stage, pp - 1 - stage), h = plan.micro_batches() / 2;
+  const bool second_half = stage >= half;
+  const bool middle = stage == half - 1 || stage == half;
+  int forwards[2] = {0, 0}, backwards[2] = {0, 0};  // passes issued per chunk
+  std::vector<PipelinePass> order;
+  const auto pass = [&](bool forward, int phase, bool overlapped = false) {
+    const int chunk = phase ^ (second_half ? 1 : 0);
+    int& issued = forward ? forwards[chunk] : backwards[chunk];
+    order.push_back(PipelinePass{forward, chunk * h + issued++, chunk, overlapped});
+  };
+  const auto F = [&](int phase) { pass(true, phase); };
+  const auto B = [&](int phase) { pass(false, phase); };
+  const auto FB = [&](int f_phase, int b_phase) {
+    pass(true, f_phase, true);
+    pass(false, b_phase);
+  };
+  for (int i = 0; i < 2 * (half - r - 1); ++i) F(0);
+  for (int i = 0; i <= r; ++i) F(0), F(1);
+  for (int i = 0; i < half - r - 1; ++i) B(1), F(1);
+  for (int i = 0; i < h - pp + r + 1; ++i) {
+    if (i == 0 && middle) F(0), B(1);
+    else FB(0, 1);
+    FB(1, 0);
+  }
+  for (int i = 0; i < half - r - 1; ++i) B(1), FB(1, 0);
+  for (int i = 0; i <= r; ++i) B(1), B(0);
+  for (int i = 0; i < half - r - 1; ++i) B(0);
+  return order;
+}
+
+}  // namespace
 
 std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
+  if (plan.schedule == Schedule::dualpipe) return dualpipe_order(plan, stage);
   const int m = plan.micro_batches(), v = plan.virtual_stages, p = plan.pp;
   const int total = m * v;
   int warmup = 0;

@@ -1,5 +1,6 @@
 // The order in which one pipeline stage runs the forward and backward passes of its
-// micro-batches (and model chunks): GPipe, 1F1B, and Megatron-Core's interleaved 1F1B.
+// micro-batches (and model chunks): GPipe, 1F1B, Megatron-Core's interleaved 1F1B and DeepSeek's
+// DualPipe.
 #pragma once
 #include <vector>
 
@@ -10,7 +11,10 @@ namespace dtsim {
 struct PipelinePass {
   bool forward = true;
   int micro_batch = 0;
-  int chunk = 0;  // model chunk of the stage (0 unless interleaved)
+  int chunk = 0;  // model chunk of the stage (0 unless interleaved or DualPipe)
+  // DualPipe: this forward pass and the backward pass after it run side by side, each one's
+  // communication beside the other's computation.
+  bool overlapped = false;
 };
 
 // Every pass of `stage` in execution order: micro_batches() x virtual_stages forward passes and as

@@ -23,8 +23,9 @@ enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gathe
 // ep: the expert-parallel group (parallel.ep consecutive DP ranks) of the MoE all-to-alls;
 // expert_dp: the DP ranks holding the same experts (dp / ep of them), which reduce their gradients.
 // dp and expert_dp span the context-parallel ranks too (they reduce the same gradients); cp: the
-// ranks sharing one sequence.
-enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding, ep, expert_dp, cp };
+// ranks sharing one sequence; pp_mirror (DualPipe): the rank that holds the same two model stages
+// the other way round (stage pp - 1 - s), whose gradients of them it sums.
+enum class Group : std::uint8_t { none, tp, dp, pp_next, pp_prev, embedding, ep, expert_dp, cp, pp_mirror };
 enum class MemCategory : std::uint8_t { weights, gradients, optimizer, activations, buffers };
 constexpr int kNumMemCategories = 5;
 
@@ -40,9 +41,11 @@ enum class OpKind : std::int16_t {
   rotary,  // rotary position embedding of the queries and keys
   // Context parallelism: the keys and values of the other CP ranks' chunks gathered (forward, and
   // again for the backward pass), their gradients reduced back to their owners.
-  cp_kv_all_gather, cp_dkv_reduce_scatter
+  cp_kv_all_gather, cp_dkv_reduce_scatter,
+  // DualPipe: the gradients of the two stages a rank shares with its mirror rank, summed.
+  mirror_all_reduce
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::cp_dkv_reduce_scatter) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::mirror_all_reduce) + 1;
 
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {

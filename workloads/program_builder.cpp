@@ -7,7 +7,11 @@
 // per parameter, the ZeRO stage sharding them over DP x CP), activations as ops keep and free them.
 #include <algorithm>
 #include <cassert>
+#include <deque>
 #include <initializer_list>
+#include <map>
+#include <stdexcept>
+#include <tuple>
 
 #include "workloads/layer_ops.hpp"
 #include "workloads/layer_params.hpp"
@@ -29,9 +33,11 @@ class StageBuilder {
       : model_(model), plan_(plan), stage_(stage), ops_(model, plan) {}
 
   StageProgram build() {
-    for (const PipelinePass& pass : pipeline_order(plan_, stage_)) {
-      if (pass.forward) forward(pass);
-      else backward(pass);
+    const std::vector<PipelinePass> order = pipeline_order(plan_, stage_);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      if (order[i].overlapped) overlapped_pair(order[i], order[i + 1]), ++i;
+      else if (order[i].forward) forward(order[i]);
+      else backward(order[i], last_compute());
     }
     optimizer();
     static_memory();
@@ -43,15 +49,18 @@ class StageBuilder {
   double e() const { return plan_.weight_bytes; }
   double grad_e() const { return plan_.grad_reduce_fp32 ? 4 : e(); }  // bytes per reduced gradient
   int t() const { return plan_.tp; }
-  bool first_chunk(int chunk) const { return stage_ == 0 && chunk == 0; }
-  bool last_chunk(int chunk) const { return stage_ == plan_.pp - 1 && chunk == plan_.virtual_stages - 1; }
+  bool first_chunk(int chunk) const { return plan_.holds_embedding(stage_, chunk); }
+  bool last_chunk(int chunk) const { return plan_.holds_head(stage_, chunk); }
+  // Where a chunk's activations come from and go (DualPipe's chunk 1 runs from the last stage to the first).
+  Group upstream(int chunk) const { return plan_.chunk_reversed(chunk) ? Group::pp_next : Group::pp_prev; }
+  Group downstream(int chunk) const { return plan_.chunk_reversed(chunk) ? Group::pp_prev : Group::pp_next; }
   bool sharded_params() const { return plan_.zero_stage >= 3 && plan_.grad_ranks() > 1; }
   // Gradients are reduced as they are produced: in buckets during the last backward pass of each
   // chunk, or during every backward pass when they are sharded (ZeRO-2/3).
-  bool reduce_in_pass(int micro_batch) const {
+  bool reduce_in_pass(const PipelinePass& pass) const {
     if (plan_.grad_ranks() == 1) return false;
     if (plan_.zero_stage >= 2) return true;
-    return plan_.dp_overlap && micro_batch == plan_.micro_batches() - 1;
+    return plan_.dp_overlap && pass.micro_batch == plan_.last_micro_batch(pass.chunk);
   }
   double layer_param_bytes() const { return e() * model_.params_per_layer() / t(); }
   double activation_bytes() const { return e() * ops_.tokens() * model_.hidden; }
@@ -75,12 +84,12 @@ class StageBuilder {
     if (s.saved != 0) on_start(id, MemCategory::activations, s.saved);
     for (int d : deps)
       if (d >= 0) p_.deps.push_back(d);
-    // Megatron's pipeline sends are synchronous: the next compute op waits for the last send.
-    if (s.stream == Stream::compute && unfinished_send_ >= 0) {
-      p_.deps.push_back(unfinished_send_);
-      unfinished_send_ = -1;
+    // Megatron's pipeline sends are synchronous: the next compute op waits for the last sends.
+    if (s.stream == Stream::compute) {
+      p_.deps.insert(p_.deps.end(), unfinished_sends_.begin(), unfinished_sends_.end());
+      unfinished_sends_.clear();
     }
-    if (s.comm == CommKind::send) unfinished_send_ = id;
+    if (s.comm == CommKind::send) unfinished_sends_.push_back(id);
     // An asynchronous collective overlaps one compute op; the compute op after that waits for it.
     if (s.stream == Stream::compute) {
       for (AsyncOp& a : async_pending_)
@@ -151,7 +160,7 @@ class StageBuilder {
     const int mb = pass.micro_batch;
     int prev = -1, recv = -1;
     if (first_chunk(pass.chunk)) prev = chain(ops_.embedding_forward(), Phase::forward, -1, mb, -1);
-    else prev = recv = receive(Group::pp_prev, Phase::forward, mb);
+    else prev = recv = receive(upstream(pass.chunk), Phase::forward, mb);
     const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_, pass.chunk);
     int gathered = sharded_params() ? gather_layer(Phase::forward, begin, mb, -1) : -1;
     for (int l = begin; l < begin + count; ++l) {
@@ -169,7 +178,46 @@ class StageBuilder {
       }
     }
     if (last_chunk(pass.chunk)) chain(ops_.head_forward(), Phase::forward, -1, mb, prev);
-    else send(Group::pp_next, Phase::forward, mb, prev);
+    else send(downstream(pass.chunk), Phase::forward, mb, prev);
+  }
+
+  // DualPipe's overlapped forward and backward pass (two micro-batches, the two directions): both
+  // are built, each starting after the passes before the pair and sending after it, then their
+  // ops are interleaved on every stream in segments that end at a collective the computation
+  // waits for (the MoE all-to-alls, TP collectives): one pass computes while the other's
+  // collective runs (DeepSeek-V3 report Fig. 4; DualPipe's overlapped_forward_backward).
+  void overlapped_pair(const PipelinePass& f, const PipelinePass& b) {
+    const int begin = p_.size(), before = last_compute();
+    std::vector<AsyncOp> pending = std::move(async_pending_);
+    async_pending_.clear();
+    forward(f);
+    const int middle = p_.size();
+    std::vector<int> sends = std::move(unfinished_sends_);
+    unfinished_sends_.clear();
+    pending.insert(pending.end(), async_pending_.begin(), async_pending_.end());
+    async_pending_.clear();
+    backward(b, before);
+    unfinished_sends_.insert(unfinished_sends_.end(), sends.begin(), sends.end());
+    async_pending_.insert(async_pending_.end(), pending.begin(), pending.end());
+    interleave(begin, middle, p_.size());
+  }
+
+  // Orders the ops [begin, end) of every stream by (segment, pass, op): the forward pass's ops are
+  // [begin, middle), the backward's [middle, end); a pass's segment grows after each collective
+  // its computation waits for.
+  void interleave(int begin, int middle, int end) {
+    std::vector<std::tuple<int, int, int>> key(end - begin);
+    int segment = 0;
+    for (int op = begin; op < end; ++op) {
+      if (op == middle) segment = 0;
+      key[op - begin] = {segment, op < middle ? 0 : 1, op};
+      const bool blocking = p_.comm[op] != CommKind::none && (p_.stream[op] == Stream::tp || p_.stream[op] == Stream::cp);
+      if (blocking) ++segment;
+    }
+    for (std::vector<std::int32_t>& ops : p_.stream_ops) {
+      const auto first = std::lower_bound(ops.begin(), ops.end(), begin);
+      std::sort(first, ops.end(), [&](int a, int b) { return key[a - begin] < key[b - begin]; });
+    }
   }
 
   // The backward of one layer: recomputation (full: the whole forward first; selective: the
@@ -198,10 +246,11 @@ class StageBuilder {
     return prev;
   }
 
-  void backward(const PipelinePass& pass) {
+  // The backward pass, its first op after op `after`.
+  void backward(const PipelinePass& pass, int after) {
     const int mb = pass.micro_batch;
-    const bool reduce = reduce_in_pass(mb);
-    int prev = last_compute(), recv = -1;
+    const bool reduce = reduce_in_pass(pass);
+    int prev = after, recv = -1;
     if (last_chunk(pass.chunk)) {
       const std::vector<OpSpec> head = ops_.head_forward();
       prev = chain(ops_.backward_of(head), Phase::backward, -1, mb, prev);
@@ -209,7 +258,7 @@ class StageBuilder {
       prev = accumulate_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), prev);
     } else {
-      prev = recv = receive(Group::pp_next, Phase::backward, mb);
+      prev = recv = receive(downstream(pass.chunk), Phase::backward, mb);
     }
     const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_, pass.chunk);
     int gathered = sharded_params() ? gather_layer(Phase::backward, begin + count - 1, mb, -1) : -1;
@@ -236,7 +285,7 @@ class StageBuilder {
       prev = accumulate_gradients(model_.embedding_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.embedding_params(), prev);
     } else {
-      send(Group::pp_prev, Phase::backward, mb, prev);
+      send(upstream(pass.chunk), Phase::backward, mb, prev);
     }
     if (reduce) flush_bucket();
   }
@@ -313,17 +362,10 @@ class StageBuilder {
   double tied_copy_params() const {
     return model_.tied_embeddings && plan_.pp > 1 ? static_cast<double>(model_.vocab) * model_.hidden : 0;
   }
-  double local_params() const {
-    double params = layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).replicated;
-    if (stage_ == 0) params += model_.embedding_params();
-    if (stage_ == plan_.pp - 1) params += model_.head_params() + model_.final_norm_params() + tied_copy_params();
-    return params / t();
-  }
+  double local_params() const { return stage_params(model_, plan_, stage_).replicated / t(); }
 
   // The routed experts of this EP rank on this stage, split over TP.
-  double local_expert_params() const {
-    return layers_params(model_, plan_, plan_.first_layer(stage_), plan_.stage_layers[stage_]).experts / t();
-  }
+  double local_expert_params() const { return stage_params(model_, plan_, stage_).experts / t(); }
   bool reduce_experts() const { return local_expert_params() > 0 && plan_.expert_grad_ranks() > 1; }
 
   void optimizer() {
@@ -348,6 +390,11 @@ class StageBuilder {
     // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 28), and the copy
     // back to the low-precision weights (4 + e).
     const double shard = plan_.zero_stage >= 1 ? params / plan_.grad_ranks() + experts / edp : params + experts;
+    // DualPipe: the mirror rank computed gradients of the same two stages; the pair sums its
+    // reduced shards (the gradient of a parameter is the sum over both directions' micro-batches).
+    if (plan_.schedule == Schedule::dualpipe)
+      add(comm(OpKind::mirror_all_reduce, Stream::dp, CommKind::all_reduce, Group::pp_mirror, grad_e() * shard),
+          Phase::optimizer, -1, -1, {prev, last_dp()});
     const double grad_copy = plan_.grad_accumulation == GradAccumulation::separate ? e() + 4 : 0;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
@@ -389,13 +436,34 @@ class StageBuilder {
   int bucket_ready_ = -1;
   double expert_bucket_bytes_ = 0;
   int expert_bucket_ready_ = -1;
-  int unfinished_send_ = -1;
+  std::vector<int> unfinished_sends_;
   struct AsyncOp {
     int op;
     int computes_left;  // compute ops that may still run before one must wait for it
   };
   std::vector<AsyncOp> async_pending_;
 };
+
+// Orders `receives` (ops of `receiver`) as `sender` sends to them over `to`: a stage's messages
+// from one neighbour arrive in the order it sends them, and the engine hands each arrival to the
+// next receive of the list. Messages are told apart by micro-batch and phase, the k-th of a kind
+// matching the k-th (the chunks of an interleaved stage, in order). Schedules whose passes
+// alternate directions (DualPipe) send and receive in different orders.
+void match_receives(std::vector<std::int32_t>& receives, const StageProgram& receiver, const StageProgram& sender, Group to) {
+  std::map<std::pair<int, Phase>, std::deque<std::int32_t>> waiting;
+  for (std::int32_t op : receives) waiting[{receiver.micro_batch[op], receiver.phase[op]}].push_back(op);
+  std::vector<std::int32_t> ordered;
+  ordered.reserve(receives.size());
+  for (std::int32_t op : sender.stream_ops[static_cast<int>(Stream::pp_send)]) {
+    if (sender.group[op] != to) continue;
+    std::deque<std::int32_t>& q = waiting[{sender.micro_batch[op], sender.phase[op]}];
+    if (q.empty()) throw std::logic_error("program builder: a pipeline send has no matching receive");
+    ordered.push_back(q.front());
+    q.pop_front();
+  }
+  if (ordered.size() != receives.size()) throw std::logic_error("program builder: a pipeline receive has no matching send");
+  receives = std::move(ordered);
+}
 
 }  // namespace
 
@@ -409,6 +477,11 @@ Program build_program(const ModelShape& model, const ParallelPlan& plan) {
     for (int i = 0; i < st.size(); ++i)
       if (st.gemm_m[i] > 0 && st.phase[i] != Phase::recompute)
         program.model_flops_per_step += st.flops[i] * plan.tp * plan.cp * plan.dp;
+  }
+  for (int s = 0; s < plan.pp; ++s) {
+    StageProgram& st = program.stages[s];
+    match_receives(st.recv_from_prev, st, program.stages[(s + plan.pp - 1) % plan.pp], Group::pp_next);
+    match_receives(st.recv_from_next, st, program.stages[(s + 1) % plan.pp], Group::pp_prev);
   }
   return program;
 }

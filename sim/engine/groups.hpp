@@ -1,5 +1,5 @@
 // The engine's groups of ranks (internal to sim/engine/engine.cpp and domains.cpp): which ranks form
-// each TP, DP, embedding, EP, expert-DP and CP group, in ring order, their rings, their pending
+// each TP, DP, embedding, EP, expert-DP, CP and DualPipe mirror group, in ring order, their rings, their pending
 // rendezvous and the posts that fill them, and each rank's pipeline neighbours. Everything is kept per group leader (its
 // first rank) and built on first use; each rank's leader is found at construction.
 //
@@ -16,10 +16,10 @@
 
 namespace dtsim {
 
-// The collective groups by index: TP, DP, embedding, EP, expert DP, CP.
-constexpr int kNumCollectiveGroups = 6;
-constexpr std::array<Group, kNumCollectiveGroups> kCollectiveGroups = {Group::tp, Group::dp, Group::embedding,
-                                                                       Group::ep, Group::expert_dp, Group::cp};
+// The collective groups by index: TP, DP, embedding, EP, expert DP, CP, DualPipe's mirror pair.
+constexpr int kNumCollectiveGroups = 7;
+constexpr std::array<Group, kNumCollectiveGroups> kCollectiveGroups = {
+    Group::tp, Group::dp, Group::embedding, Group::ep, Group::expert_dp, Group::cp, Group::pp_mirror};
 inline int collective_group_index(Group g) {
   return static_cast<int>(std::find(kCollectiveGroups.begin(), kCollectiveGroups.end(), g) - kCollectiveGroups.begin());
 }
@@ -84,7 +84,8 @@ class RankGroups {
   }
 
   // Ranks of this rank's group in ring order (rank order); the first is the group's leader. The
-  // embedding group joins the first and last pipeline stages (tied embeddings); the EP group is
+  // embedding group joins the first and last pipeline stages (tied embeddings), the mirror pair
+  // stages s and pp - 1 - s (DualPipe); the EP group is
   // the block of ep consecutive DP ranks holding this rank, the expert-DP group the DP ranks at
   // this rank's position in every block; DP and expert-DP groups take in every CP rank.
   const std::vector<int>& members(int rank, Group g) {
@@ -92,9 +93,9 @@ class RankGroups {
     std::vector<int>& out = per.members[per.leader[rank]];
     if (out.empty()) {
       const RankCoords first = first_of_group(plan_.coords(rank), g);
-      if (g == Group::embedding) {
+      if (g == Group::embedding || g == Group::pp_mirror) {
         RankCoords last = first;
-        last.pp = plan_.pp - 1;
+        last.pp = plan_.pp - 1 - first.pp;
         out = {plan_.rank_of(first), plan_.rank_of(last)};
         return out;
       }
@@ -121,7 +122,8 @@ class RankGroups {
       case Group::cp: return plan_.cp;
       case Group::ep: return plan_.ep;
       case Group::expert_dp: return plan_.expert_grad_ranks();
-      case Group::embedding: return 2;
+      case Group::embedding:
+      case Group::pp_mirror: return 2;
       default: return plan_.grad_ranks();
     }
   }
@@ -172,6 +174,7 @@ class RankGroups {
       case Group::tp: c.tp = 0; break;
       case Group::cp: c.cp = 0; break;
       case Group::embedding: c.pp = 0; break;
+      case Group::pp_mirror: c.pp = std::min(c.pp, plan_.pp - 1 - c.pp); break;
       case Group::ep: c.dp = c.dp / plan_.ep * plan_.ep; break;
       case Group::expert_dp: c.dp %= plan_.ep, c.cp = 0; break;
       default: c.dp = 0, c.cp = 0; break;
