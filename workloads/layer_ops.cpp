@@ -98,13 +98,21 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     keep(op, recompute == Recompute::selective ? 0 : saved);
   };
 
-  ops.push_back(layernorm(OpKind::layernorm));
+  // Under selective recomputation of a module, a GEMM does not keep the input that module makes.
+  const auto from = [&](OpSpec& op, RecomputeModule m, double bytes) {
+    op.input_from = m;
+    op.input_saved = bytes;
+  };
+  OpSpec norm1 = layernorm(OpKind::layernorm);
+  norm1.rerun = RecomputeModule::layernorm;
+  ops.push_back(norm1);
   enter_tp_region(ops);
   if (mla) {
     for (const OpSpec& op : mla_projections()) ops.push_back(op);
   } else {
     OpSpec qkv = gemm(OpKind::qkv_proj, T, q_n + k_n + v_n, h);
     qkv.column_parallel = true;
+    from(qkv, RecomputeModule::layernorm, e() * Ts * h);
     keep(qkv, e() * Ts * h);  // with SP the sharded input is kept and gathered again for backward
     // Rotary embeddings rotate Q and K: fused (Transformer Engine, apex, torch.compile), read and
     // write each element once; eager (torchtitan's apply_rotary_emb: float, complex multiply,
@@ -122,6 +130,7 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     fa.bytes = e() * (T * (q_n + o_n) + b * s * (k_n + v_n));
     fa.backward_bytes = 2.5 * fa.bytes;
     fa.saved = e() * T * (q_n + k_n + v_n) + 4 * b * heads * (s / plan_.cp);  // Q, K, V and the log-sum-exp
+    if (mla) from(fa, RecomputeModule::mla_up_proj, e() * T * (q_n + k_n + v_n));
     if (plan_.cp == 1) ops.push_back(fa);
     else for (const OpSpec& op : cp_attention_forward(fa, e() * b * s * (k_n + v_n))) ops.push_back(op);
   } else {
@@ -131,12 +140,14 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     // and then read back by the GEMM (beta = 1/layer): two passes over the scores more. The bias
     // needs no gradient, so the backward pass is unchanged.
     if (model_.position == PositionEmbedding::alibi) qk.bytes += 2 * e() * scores;
+    if (mla) from(qk, RecomputeModule::mla_up_proj, e() * T * (q_n + k_n));
     keep(qk, e() * T * (q_n + k_n));  // Q and K
     core(elementwise(OpKind::softmax, 2 * e() * scores, 3 * e() * scores, 5 * scores), e() * scores);
     if (plan_.dropout)
       core(elementwise(OpKind::attn_dropout, (2 * e() + 1) * scores, (2 * e() + 1) * scores, 2 * scores), scores);
     OpSpec context = gemm(OpKind::attn_context, s, d_v, s, b * heads);
     context.attention_core = true;
+    if (mla) from(context, RecomputeModule::mla_up_proj, e() * T * v_n);
     keep(context, (recompute == Recompute::selective ? 0 : e() * scores) + e() * T * v_n);  // probs, V
   }
   keep(gemm(OpKind::out_proj, T, h, o_n), e() * T * o_n);
@@ -147,6 +158,7 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   }
   // Parallel attention + MLP (GPT-J/NeoX): the MLP reads the same layer input; one reduction.
   OpSpec norm2 = layernorm(OpKind::layernorm);
+  norm2.rerun = RecomputeModule::layernorm;
   if (model_.parallel_block) norm2.saved = 0;  // its input is the layer input, already kept
   ops.push_back(norm2);
   enter_tp_region(ops);
@@ -155,6 +167,7 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   } else {
     OpSpec fc1 = gemm(OpKind::fc1, T, up, h);
     fc1.column_parallel = true;
+    from(fc1, RecomputeModule::layernorm, e() * Ts * h);
     keep(fc1, e() * Ts * h);
     if (model_.ffn == FfnKind::swiglu && plan_.fused_kernels)
       keep(elementwise(OpKind::activation, 3 * e() * T * f, 5 * e() * T * f, 6 * T * f), e() * T * up);
@@ -168,11 +181,28 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
        mask * Ts * h);
 
+  if (recompute == Recompute::selective)
+    for (OpSpec& op : ops)
+      if (op.input_from != RecomputeModule::none && plan_.recomputes(op.input_from)) op.saved -= op.input_saved;
   if (recompute == Recompute::full) {
     for (OpSpec& op : ops) op.saved = 0;
     ops.front().saved = checkpoint_bytes();
   }
   return ops;
+}
+
+std::vector<OpSpec> LayerOps::module_reruns(const std::vector<OpSpec>& layer) const {
+  std::vector<OpSpec> out;
+  double regenerated = 0;  // the rerun modules' outputs, held until their consumers' backward
+  for (const OpSpec& op : layer) {
+    if (op.rerun != RecomputeModule::none && plan_.recomputes(op.rerun)) {
+      out.push_back(op);
+      out.back().saved = 0;  // its own input is kept by the forward pass
+    }
+    if (op.input_from != RecomputeModule::none && plan_.recomputes(op.input_from)) regenerated += op.input_saved;
+  }
+  if (!out.empty()) out.front().saved = regenerated;
+  return out;
 }
 
 std::vector<OpSpec> LayerOps::attention_core(const std::vector<OpSpec>& layer) const {

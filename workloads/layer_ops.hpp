@@ -28,6 +28,11 @@ class LayerOps {
   // The ops that selective recomputation reruns before the backward pass of the layer, from the
   // materialized layer (with what they keep).
   std::vector<OpSpec> attention_core(const std::vector<OpSpec>& layer) const;
+  // The ops of the other modules selective recomputation reruns (parallel plan's
+  // recompute_modules: layernorm, mla_up_proj, moe_act) at the start of the layer's backward
+  // pass, from the materialized layer; the first keeps what they give back until the backward
+  // kernels that read it are done.
+  std::vector<OpSpec> module_reruns(const std::vector<OpSpec>& layer) const;
   // Reversed, with backward kernels (GEMMs: input and weight gradients, twice the FLOPs), the
   // conjugate TP collectives and the MoE all-to-alls again. With parallel.tp_overlap a
   // column-parallel GEMM's backward is its two GEMMs with the TP communication overlapping them.

@@ -49,7 +49,7 @@ std::vector<int> spread(int total, int pp) {
 
 // What one model chunk of a stage keeps per micro-batch (layer_ops' saved bytes per kernel) and
 // what its backward pass adds on top: the layer being recomputed (full: the whole layer as
-// without recomputation; selective with unfused attention: the attention core).
+// without recomputation; selective: the other modules' reruns and, with unfused attention, the attention core).
 struct ChunkMemory {
   std::vector<double> layer, recomputed;  // per layer of the chunk, in forward order
   double embedding = 0, head = 0;         // first chunk of the first stage, last of the last
@@ -67,8 +67,9 @@ ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const Layer
     c.layer.push_back(kept(ops.layer_forward(l)));
     const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
     if (p.recompute == Recompute::full) c.recomputed.push_back(kept(materialized));
-    else if (p.recompute == Recompute::selective && p.attention == Attention::standard)
-      c.recomputed.push_back(kept(ops.attention_core(materialized)));
+    else if (p.recompute == Recompute::selective)
+      c.recomputed.push_back(kept(ops.module_reruns(materialized)) +
+                             (p.attention == Attention::standard ? kept(ops.attention_core(materialized)) : 0));
     else c.recomputed.push_back(0);
   }
   if (p.holds_embedding(stage, chunk)) c.embedding = kept(ops.embedding_forward());
@@ -246,7 +247,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
   p.tp = tp, p.pp = pp, p.dp = dp, p.ep = s.ep, p.cp = s.cp;
   p.micro_batch = s.micro_batch;
   p.global_batch = (s.micro_batches > 0 ? s.micro_batches : pp) * s.micro_batch * dp;
-  p.zero_stage = s.zero_stage, p.recompute = s.recompute;
+  p.zero_stage = s.zero_stage, p.recompute = s.recompute, p.recompute_modules = s.recompute_modules;
   p.sequence_parallel = s.sequence_parallel && tp > 1;
   p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels, p.recipe = s.recipe;
   p.grad_reduce_fp32 = s.grad_reduce_fp32, p.grad_accumulation = s.grad_accumulation;
@@ -258,6 +259,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
 TrainingSetup training_setup(const ParallelPlan& p, int seq_len) {
   TrainingSetup s;
   s.seq_len = seq_len, s.micro_batch = p.micro_batch, s.recompute = p.recompute, s.zero_stage = p.zero_stage;
+  s.recompute_modules = p.recompute_modules;
   s.sequence_parallel = p.sequence_parallel, s.micro_batches = p.micro_batches(), s.ep = p.ep, s.cp = p.cp;
   s.attention = p.attention, s.dropout = p.dropout, s.fused_kernels = p.fused_kernels, s.recipe = p.recipe;
   s.grad_reduce_fp32 = p.grad_reduce_fp32, s.grad_accumulation = p.grad_accumulation;

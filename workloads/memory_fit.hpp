@@ -68,6 +68,7 @@ struct TrainingSetup {
   int microbatch_group = 0;       // interleaved: micro-batches per chunk group; 0 = pp
   bool grad_reduce_fp32 = false;  // fp32 main gradients (Megatron's main_grad buffers, FSDP's reduce dtype)
   GradAccumulation grad_accumulation = GradAccumulation::fused;  // fp32_buffer keeps bf16 .grad beside fp32
+  unsigned recompute_modules = module_bit(RecomputeModule::core_attn);  // what selective recomputation reruns
 };
 
 // Transformer layers per pipeline stage for `pp` stages: the split `dtsim run` makes of

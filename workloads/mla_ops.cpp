@@ -20,6 +20,7 @@ std::vector<OpSpec> LayerOps::mla_projections() const {
   OpSpec down = gemm(OpKind::mla_down_proj, T, q_rank + kv_rank + model_.rope_head_dim + (q_rank > 0 ? 0 : q_n), h);
   down.column_parallel = true;
   down.saved = e() * Ts * h;
+  down.input_from = RecomputeModule::layernorm, down.input_saved = down.saved;
   ops.push_back(down);
   const double latents = T * (q_rank + kv_rank);
   OpSpec norm = elementwise(OpKind::latent_norm, 2 * e() * latents, 3 * e() * latents, 8 * latents);
@@ -28,10 +29,12 @@ std::vector<OpSpec> LayerOps::mla_projections() const {
   if (q_rank > 0) {
     OpSpec q_up = gemm(OpKind::mla_q_up, T, q_n, q_rank);
     q_up.saved = e() * T * q_rank;
+    q_up.rerun = RecomputeModule::mla_up_proj;
     ops.push_back(q_up);
   }
   OpSpec kv_up = gemm(OpKind::mla_kv_up, T, heads * (model_.nope_head_dim + model_.v_head_dim), kv_rank);
   kv_up.saved = e() * T * kv_rank;
+  kv_up.rerun = RecomputeModule::mla_up_proj;
   ops.push_back(kv_up);
   return ops;
 }

@@ -40,6 +40,7 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   // TP partial sums meet when there is no shared expert.
   OpSpec router = gemm(OpKind::router, T, experts, h);
   router.column_parallel = model_.shared_experts == 0;
+  router.input_from = RecomputeModule::layernorm, router.input_saved = e() * Ts * h;
   keep(router, e() * Ts * h);
   // Sigmoid/softmax, top-k and the normalisation of the chosen weights: passes over fp32 scores.
   keep(elementwise(OpKind::gating, 3 * 4 * T * experts, 3 * 4 * T * experts, 10 * T * experts), 4 * T * experts);
@@ -71,8 +72,12 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
     return g;
   };
   keep(grouped(OpKind::expert_fc1, 2 * f, h), e() * hot * h);
-  keep(elementwise(OpKind::expert_activation, 3 * e() * hot * f, 5 * e() * hot * f, 6 * copies * f), e() * hot * 2 * f);
-  keep(grouped(OpKind::expert_fc2, h, f), e() * hot * f);
+  OpSpec act = elementwise(OpKind::expert_activation, 3 * e() * hot * f, 5 * e() * hot * f, 6 * copies * f);
+  act.rerun = RecomputeModule::moe_act;
+  keep(act, e() * hot * 2 * f);
+  OpSpec fc2 = grouped(OpKind::expert_fc2, h, f);
+  fc2.input_from = RecomputeModule::moe_act, fc2.input_saved = e() * hot * f;
+  keep(fc2, e() * hot * f);
   if (plan_.ep > 1) all_to_all(OpKind::moe_combine, 1);
   if (overlap) shared_second();
   // Weighted sum of each token's expert outputs; keeps them for the gradient of the weights.

@@ -15,6 +15,12 @@ struct OpSpec {
   Group group = Group::none;
   double saved = 0;            // activation bytes kept for the backward pass
   bool attention_core = false; // recomputed in the backward pass under selective recomputation
+  // Selective recomputation of other modules: the module that reruns this op before the layer's
+  // backward pass, and the module whose output makes up `input_saved` of `saved` (not kept when
+  // that module is rerun).
+  RecomputeModule rerun = RecomputeModule::none;
+  RecomputeModule input_from = RecomputeModule::none;
+  double input_saved = 0;
   bool column_parallel = false;  // TP column-parallel GEMM: its input gradient is reduced over TP
   GemmPart gemm_part = GemmPart::whole;  // a backward GEMM timed as one or both of its GEMMs
   // A communication op that runs on its stream while the next `overlaps` compute ops run; the

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <numeric>
+#include <utility>
 
 #include "sim/base/error.hpp"
 #include "sim/base/limits.hpp"
@@ -17,6 +19,37 @@ Recompute parse_recompute(std::string_view text, std::string_view key) {
   if (text == "selective") return Recompute::selective;
   if (text == "full") return Recompute::full;
   throw InputError(fmt::format("{} = '{}': valid values are none, selective, full", key, text));
+}
+
+namespace {
+constexpr std::pair<RecomputeModule, const char*> kRecomputeModules[] = {
+    {RecomputeModule::core_attn, "core_attn"}, {RecomputeModule::layernorm, "layernorm"},
+    {RecomputeModule::mla_up_proj, "mla_up_proj"}, {RecomputeModule::moe_act, "moe_act"}};
+}  // namespace
+
+unsigned parse_recompute_modules(std::string_view text, std::string_view key) {
+  unsigned modules = 0;
+  std::size_t pos = 0;
+  while (pos <= text.size()) {
+    const std::size_t comma = text.find(',', pos);
+    const std::string_view part = text.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    const auto* found = std::find_if(std::begin(kRecomputeModules), std::end(kRecomputeModules),
+                                     [&](const auto& m) { return part == m.second; });
+    if (found == std::end(kRecomputeModules))
+      throw InputError(fmt::format("{} = '{}': '{}' is not a module dtsim recomputes; valid: core_attn, layernorm, "
+                                   "mla_up_proj, moe_act (comma-separated)", key, text, part));
+    modules |= module_bit(found->first);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return modules;
+}
+
+std::string recompute_modules_name(unsigned modules) {
+  std::string out;
+  for (const auto& [m, name] : kRecomputeModules)
+    if (modules & module_bit(m)) out += (out.empty() ? "" : ",") + std::string(name);
+  return out;
 }
 
 Schedule parse_schedule(std::string_view text, std::string_view key) {
@@ -242,6 +275,19 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
                                  plan.dp_bucket_bytes / 1e6));
   if (plan.sequence_parallel && plan.tp == 1)
     throw InputError("parallel.sequence_parallel = true needs parallel.tp > 1 (it shards over the TP group)");
+  if (plan.recompute_modules != module_bit(RecomputeModule::core_attn)) {
+    const std::string modules = recompute_modules_name(plan.recompute_modules);
+    if (plan.recompute != Recompute::selective)
+      throw InputError(fmt::format("training.recompute_modules = {}: the modules are what selective recomputation "
+                                   "reruns; set training.recompute = selective (it is {})", modules,
+                                   recompute_name(plan.recompute)));
+    if ((plan.recompute_modules & module_bit(RecomputeModule::mla_up_proj)) && !model.is_mla())
+      throw InputError(fmt::format("training.recompute_modules = {}: mla_up_proj needs a model with multi-head latent "
+                                   "attention; {} has none", modules, model.name));
+    if ((plan.recompute_modules & module_bit(RecomputeModule::moe_act)) && !model.is_moe())
+      throw InputError(fmt::format("training.recompute_modules = {}: moe_act needs a model with experts; {} has none",
+                                   modules, model.name));
+  }
   positive(plan.virtual_stages, "parallel.virtual_stages");
   if (plan.schedule != Schedule::interleaved && plan.virtual_stages != 1)
     throw InputError(fmt::format("parallel.virtual_stages = {}: only the interleaved schedule has virtual stages "

@@ -4,6 +4,7 @@
 #pragma once
 #include <algorithm>
 #include <array>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +17,16 @@ namespace dtsim {
 // selective: the attention core (scores, softmax, dropout, context) is recomputed in the
 // backward pass instead of stored (Korthikanti et al. 2022); full: only each layer's input is kept.
 enum class Recompute { none, selective, full };
+// What selective recomputation reruns (Megatron-Core's --recompute-modules): core_attn, the
+// unfused attention core; layernorm, the norms before the attention and the MLP (their outputs,
+// the GEMMs' inputs, are not kept); mla_up_proj, MLA's query and key/value up-projections (the
+// attention's Q, K and V are not kept); moe_act, the routed experts' activation (the input of
+// their second GEMM is not kept). DeepSeek-V3 recomputes RMSNorm and the MLA up-projections.
+enum class RecomputeModule : std::uint8_t { none, core_attn, layernorm, mla_up_proj, moe_act };
+// A set of modules as bits (1 << module); parses "core_attn,layernorm" and names it back.
+unsigned parse_recompute_modules(std::string_view text, std::string_view key);
+std::string recompute_modules_name(unsigned modules);
+constexpr unsigned module_bit(RecomputeModule m) { return 1u << static_cast<unsigned>(m); }
 // interleaved: Megatron's interleaved 1F1B with parallel.virtual_stages model chunks per stage.
 // dualpipe: DeepSeek-V3's bidirectional schedule; every rank holds two model stages (its own and
 // the mirror one, pp - 1 - stage), micro-batches enter from both ends, and a forward and a
@@ -70,6 +81,8 @@ struct ParallelPlan {
   // 2: gradients too; 3: parameters too (FSDP: gathered per layer on the timeline).
   int zero_stage = 0;
   Recompute recompute = Recompute::none;
+  unsigned recompute_modules = module_bit(RecomputeModule::core_attn);  // selective: what it reruns
+  bool recomputes(RecomputeModule m) const { return recompute == Recompute::selective && (recompute_modules & module_bit(m)); }
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;            // model chunks per pipeline stage (interleaved schedule)
   // Interleaved schedule: micro-batches each model chunk runs back to back before the next chunk

@@ -12,6 +12,7 @@
 #include <map>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include "workloads/layer_ops.hpp"
 #include "workloads/layer_params.hpp"
@@ -233,6 +234,9 @@ class StageBuilder {
       freed += kept(materialized);
       prev = chain(bwd, Phase::backward, l, mb, prev);
     } else if (plan_.recompute == Recompute::selective && plan_.attention == Attention::standard) {
+      const std::vector<OpSpec> reruns = ops_.module_reruns(materialized);
+      if (!reruns.empty()) prev = chain(reruns, Phase::recompute, l, mb, prev, std::exchange(gathered, -1));
+      freed += kept(reruns);
       const std::vector<OpSpec> core = ops_.attention_core(materialized);
       freed += kept(core);
       const auto split = std::find_if(bwd.begin(), bwd.end(), [](const OpSpec& op) { return op.attention_core; });
@@ -240,6 +244,10 @@ class StageBuilder {
       prev = chain(core, Phase::recompute, l, mb, prev);
       prev = chain({split, bwd.end()}, Phase::backward, l, mb, prev);
     } else {
+      const std::vector<OpSpec> reruns = plan_.recompute == Recompute::selective ? ops_.module_reruns(materialized)
+                                                                              : std::vector<OpSpec>{};
+      if (!reruns.empty()) prev = chain(reruns, Phase::recompute, l, mb, prev, std::exchange(gathered, -1));
+      freed += kept(reruns);
       prev = chain(bwd, Phase::backward, l, mb, prev, gathered);
     }
     on_end(prev, MemCategory::activations, -freed);

@@ -68,6 +68,8 @@ constexpr Key kKeys[] = {
      "fp32 | tf32 | fp16 | bf16 | fp8 (= fp8_delayed) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 | nvfp4 "
      "(Transformer Engine's recipes: the linear layers' GEMMs in FP8 or FP4)"},
     {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
+    {"training.recompute_modules", "core_attn",
+     "what training.recompute = selective reruns, comma-separated (Megatron-Core's --recompute-modules): core_attn (the unfused attention core), layernorm (the norms before the attention and the MLP: the GEMMs after them do not keep their inputs), mla_up_proj (MLA's up-projections: the attention does not keep Q, K, V), moe_act (the routed experts' activation: their second GEMM does not keep its input). DeepSeek-V3 recomputes layernorm and mla_up_proj. The modules other than core_attn rerun at the start of each layer's backward pass"},
     {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
     {"training.moe_load_imbalance", "1",
      "MoE: the most loaded EP rank's routed token copies over the mean, >= 1 (1 = force-balanced, as Megatron-Core's --moe-router-force-load-balancing and published benchmarks run); the EP group waits for that rank's grouped GEMMs and all-to-all traffic"},
@@ -455,6 +457,8 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.weight_bytes = precision_bytes(sc.precision);
   p.loss_scaling = sc.precision == Precision::fp16;
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
+  p.recompute_modules = v.parsed(
+      [&] { return parse_recompute_modules(v.text("training.recompute_modules"), "training.recompute_modules"); });
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
   p.moe_load_imbalance = v.real("training.moe_load_imbalance", 1, 1e6);
