@@ -232,6 +232,8 @@ double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
     case CommKind::recv:
     case CommKind::broadcast: return bytes;
     case CommKind::all_to_all: return 1.0 * (n - 1) / n * bytes;  // what each rank sends
+    case CommKind::all_to_all_inter:
+    case CommKind::all_to_all_intra: return bytes;  // what each rank sends in the hop
     case CommKind::none: return 0;
   }
   return 0;
@@ -239,7 +241,7 @@ double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
 
 int CommModel::steps(CommKind kind, int n) {
   if (kind == CommKind::all_reduce) return 2 * (n - 1);
-  if (kind == CommKind::send || kind == CommKind::all_to_all) return 1;
+  if (kind == CommKind::send || is_all_to_all(kind)) return 1;
   return n - 1;
 }
 
@@ -325,7 +327,23 @@ CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, doub
   return c;
 }
 
+CollectiveCost CommModel::two_hop_cost(CommKind kind, double bytes, const RingSet& set) const {
+  // With ranks on several nodes and several in each, the hop's flows are those of one
+  // hierarchical phase (rails across the nodes, or each node's NVLink); else the group's own.
+  const bool both = set.members_per_node >= 2 && set.nodes() >= 2;
+  const PhaseShape shape = both ? (kind == CommKind::all_to_all_inter ? set.inter : set.intra)
+                                : PhaseShape{set.bytes_per_s, set.latency_ns, set.hop_class};
+  const int pi = static_cast<int>(Protocol::simple);
+  const double tail_s = 1e-9 * (nccl_.base_ns[pi] + nccl_.hop_ns[static_cast<int>(shape.hop_class)][pi] + shape.latency_ns);
+  CollectiveCost c;
+  c.tail_ns = seconds_to_ns(tail_s);
+  c.phase_tail_ns[0] = c.tail_ns;
+  c.estimate_ns = seconds_to_ns(tail_s + bytes / shape.bytes_per_s);
+  return c;
+}
+
 CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) const {
+  if (kind == CommKind::all_to_all_inter || kind == CommKind::all_to_all_intra) return two_hop_cost(kind, bytes, set);
   std::vector<Algorithm> algorithms = {Algorithm::ring};
   if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
   if (hierarchical_applies(kind, set)) algorithms.push_back(Algorithm::hierarchical);

@@ -180,6 +180,10 @@ class CommModel {
  private:
   CollectiveCost cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
   CollectiveCost hierarchical_cost(Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
+  // A hop of DeepEP's two-hop dispatch (CommKind::all_to_all_inter, _intra): DeepEP's own kernels,
+  // not NCCL's, so no protocol or algorithm choice: the payload at the wire's rate (no LL flags),
+  // the launch base and one step of the hop's latency (Simple's), whatever is forced.
+  CollectiveCost two_hop_cost(CommKind kind, double bytes, const RingSet& rings) const;
   // Shape of flows on the routes of `hops` (source, destination GPU pairs) running at once.
   PhaseShape shape_of(std::span<const std::pair<int, int>> hops) const;
 

@@ -177,11 +177,36 @@ void lower_all_to_all(double share, const RingSet& rings, std::vector<HopFlow>& 
     }
 }
 
+// A hop of DeepEP's dispatch: each rank sends `bytes` in equal parts to the group's members
+// with its in-node index on the other nodes (inter: its rail), or to the group's other members
+// in its node (intra: NVLink). Members per node are equal and contiguous (validate_plan).
+void lower_two_hop(CommKind kind, double bytes, const RingSet& rings, std::vector<HopFlow>& hops) {
+  const std::vector<int>& members = rings.rings.front();
+  const int n = static_cast<int>(members.size()), m = rings.members_per_node;
+  if (m == 0) throw std::logic_error("two-hop dispatch over a group with unequal members per node");
+  const int nodes = n / m;
+  for (int u = 0; u < nodes; ++u)
+    for (int i = 0; i < m; ++i) {
+      const int a = members[u * m + i];
+      if (kind == CommKind::all_to_all_inter) {
+        for (int v = 0; v < nodes; ++v)
+          if (v != u) hops.push_back(HopFlow{a, members[v * m + i], bytes / (nodes - 1)});
+      } else {
+        for (int j = 0; j < m; ++j)
+          if (j != i) hops.push_back(HopFlow{a, members[u * m + j], bytes / (m - 1)});
+      }
+    }
+}
+
 }  // namespace
 
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
                       std::vector<HopFlow>& hops) {
   hops.clear();
+  if (kind == CommKind::all_to_all_inter || kind == CommKind::all_to_all_intra) {
+    lower_two_hop(kind, bytes, rings, hops);
+    return;
+  }
   if (cost.algorithm == Algorithm::tree) {
     lower_tree(bytes, rings, cost, hops);
     return;
