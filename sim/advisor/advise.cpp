@@ -102,11 +102,7 @@ double pass_s(const EstimateContext& c, const std::vector<OpSpec>& ops, bool bac
     }
     const bool tp = op.group == Group::tp;
     const double n = tp ? c.plan.tp : c.plan.ep, bw = tp ? c.tp_bw : c.ep_bw;
-    // A hop of DeepEP's dispatch carries what each rank sends, over the network or NVLink.
-    const double comm = op.comm == CommKind::all_to_all_inter   ? op.bytes / c.ep_bw
-                        : op.comm == CommKind::all_to_all_intra ? op.bytes / c.tp_bw
-                        : n > 1 ? (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw
-                                : 0;
+    const double comm = n > 1 ? (op.comm == CommKind::all_reduce ? 2 : 1) * (n - 1) / n * op.bytes / bw : 0;
     if (!op.async) {
       sum += comm;
       continue;
