@@ -9,9 +9,10 @@
 // parallel.moe_shared_expert_overlap, beside the dispatch and the combine. Expert matrices are
 // split over TP like the dense MLP. The dispatch and combine are one all-to-all of the copies
 // each (alltoall), or DeepEP's two hops (deepep, workloads/moe_dispatch.hpp): each token once to
-// each node it reaches over the network, then over NVLink once to each rank it reaches there;
-// the combine is the same two hops the other way. The backward pass (layer_ops' backward_of)
-// runs them again, reversed. With ep = 1 there is nothing to exchange and they are left out.
+// each node it reaches over the network, and over NVLink once to each rank it reaches there,
+// the hops pipelined (one op); the combine is the same two hops the other way. The backward pass
+// (layer_ops' backward_of) runs them again. With ep = 1 there is nothing to exchange and they
+// are left out.
 #include "workloads/layer_ops.hpp"
 
 namespace dtsim {
@@ -51,23 +52,16 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   // activation beside the dispatch and their second GEMM beside the combine.
   const bool shared = model_.shared_experts > 0;
   const bool overlap = shared && plan_.ep > 1 && plan_.moe_shared_expert_overlap;
-  auto exchange = [&](OpKind kind, double bytes, CommKind comm, int beside) {
-    OpSpec a2a = ep_all_to_all(kind, bytes, comm);
-    a2a.async = overlap, a2a.overlaps = beside;
-    ops.push_back(a2a);
-  };
   // DeepEP's hops carry the most loaded rank's share too (what it receives bounds the exchange).
-  const TwoHopBytes hops = plan_.moe_dispatcher == MoeDispatcher::deepep && plan_.ep > 1
+  const bool deepep = plan_.moe_dispatcher == MoeDispatcher::deepep;
+  const TwoHopBytes hops = deepep && plan_.ep > 1
                                ? two_hop_bytes(model_, T * plan_.moe_hot_load(), e() * h, plan_.ep, ep_ranks_per_node(plan_))
                                : TwoHopBytes{};
   auto all_to_all = [&](OpKind kind, int beside) {
-    if (plan_.moe_dispatcher == MoeDispatcher::alltoall) return exchange(kind, e() * hot * h, CommKind::all_to_all, beside);
-    // Dispatch: across the network, then over NVLink; combine: the reverse.
-    const bool dispatch = kind == OpKind::moe_dispatch;
-    for (bool out : {dispatch, !dispatch}) {
-      if (out && hops.scale_out > 0) exchange(kind, hops.scale_out, CommKind::all_to_all_inter, beside);
-      if (!out && hops.scale_up > 0) exchange(kind, hops.scale_up, CommKind::all_to_all_intra, beside);
-    }
+    OpSpec a2a = deepep ? ep_all_to_all(kind, hops.scale_out, CommKind::two_hop) : ep_all_to_all(kind, e() * hot * h);
+    a2a.forward_bytes = hops.scale_up;
+    a2a.async = overlap, a2a.overlaps = beside;
+    ops.push_back(a2a);
   };
   auto shared_first = [&] {
     OpSpec fc1 = gemm(OpKind::shared_fc1, T, 2 * shared_f, h);

@@ -12,7 +12,7 @@ constexpr int kCompute = static_cast<int>(Stream::compute);
 // NCCL collectives run as kernels that hold SMs from their launch to their end; sends and
 // receives are not counted.
 bool is_collective(CommKind k) { return k != CommKind::none && k != CommKind::send && k != CommKind::recv; }
-bool is_two_hop(CommKind k) { return k == CommKind::all_to_all_inter || k == CommKind::all_to_all_intra; }
+bool is_two_hop(CommKind k) { return k == CommKind::two_hop; }
 
 // How many ops of a sequence (ops.hpp) are done.
 int completed(const RankState& s, int seq) {

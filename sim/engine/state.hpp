@@ -54,7 +54,7 @@ struct RankState {
   std::array<std::int8_t, kNumStreams> waits_on{};
   std::array<int, 2> recv_done{};    // receives finished so far, from the previous and the next stage
   int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
-  int two_hop_in_flight = 0;         // of those, DeepEP dispatch hops (CommKind::all_to_all_inter, _intra)
+  int two_hop_in_flight = 0;         // of those, DeepEP dispatches and combines (CommKind::two_hop)
   std::array<double, kNumMemCategories> mem{};
   double peak = 0;
   std::array<double, kNumMemCategories> at_peak{};  // mem when the peak was reached
