@@ -4,15 +4,18 @@
 #include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <map>
 
 #include "sim/base/error.hpp"
 #include "sim/compute/compute_model.hpp"
+#include "sim/network/transfers.hpp"
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/model.hpp"
 #include "workloads/moe_dispatch.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "workloads/parallel_plan.hpp"
+#include "workloads/program.hpp"
 
 namespace po = boost::program_options;
 using namespace dtsim;
@@ -92,6 +95,49 @@ TEST_CASE("the network bytes of the two-hop dispatch fall as fewer groups are al
   // Over NVLink: each rank forwards the (token, rank) pairs of its own tokens' count, 7/8 of them
   // to other ranks.
   CHECK(v3.scale_up == Approx(4096 * 2 * 7168.0 * expected_bins_reached(find_model("deepseek-v3"), 64) * 7 / 8));
+}
+
+TEST_CASE("the two-hop dispatch sends to the rail peers and the node peers at once", "[moe_dispatch]") {
+  // Eight ranks, two nodes of four: rank 0's network bytes B go to its rail peer 4, its NVLink
+  // bytes F in thirds to 1, 2 and 3, all in one phase.
+  RingSet rings;
+  rings.rings = {{0, 1, 2, 3, 4, 5, 6, 7}};
+  rings.members_per_node = 4;
+  std::vector<HopFlow> hops;
+  const double B = 3e6, F = 6e6;
+  lower_collective(CommKind::two_hop, B, rings, CollectiveCost{}, hops, F);
+  CHECK(hops.size() == 8 * (1 + 3));
+  std::map<int, double> to;
+  for (const HopFlow& h : hops) {
+    CHECK(h.phase == 0);
+    if (h.src_gpu == 0) to[h.dst_gpu] += h.bytes;
+  }
+  CHECK(to == std::map<int, double>{{1, F / 3}, {2, F / 3}, {3, F / 3}, {4, B}});
+  // Four nodes of two: B in thirds to 2, 4 and 6, F to 1.
+  rings.members_per_node = 2;
+  lower_collective(CommKind::two_hop, B, rings, CollectiveCost{}, hops, F);
+  to.clear();
+  for (const HopFlow& h : hops)
+    if (h.src_gpu == 0) to[h.dst_gpu] += h.bytes;
+  CHECK(to == std::map<int, double>{{1, F}, {2, B / 3}, {4, B / 3}, {6, B / 3}});
+}
+
+TEST_CASE("with deepep each dispatch and combine is one two-hop op of the expected bytes", "[moe_dispatch][program]") {
+  Scenario sc = load_scenario(r1_scenario(), cli({"--parallel.moe_dispatcher=deepep"}));
+  validate_scenario(sc, 256);
+  const Program prog = build_program(sc.model, sc.plan);
+  const StageProgram& s = prog.stages[1];
+  const TwoHopBytes b = two_hop_bytes(sc.model, 4096, 2 * 7168.0, 32, 8);
+  int forward = 0;
+  for (int i = 0; i < s.size(); ++i) {
+    CHECK(s.comm[i] != CommKind::all_to_all);
+    if (s.comm[i] != CommKind::two_hop) continue;
+    CHECK(s.group[i] == Group::ep);
+    CHECK(s.bytes[i] == Approx(b.scale_out));
+    CHECK(s.forward_bytes[i] == Approx(b.scale_up));
+    forward += s.phase[i] == Phase::forward && s.micro_batch[i] == 0;
+  }
+  CHECK(forward == 2 * 8);  // stage 1's 8 MoE layers: a dispatch and a combine each
 }
 
 TEST_CASE("EP ranks per node follow the rank order and the node size", "[moe_dispatch]") {
