@@ -192,6 +192,8 @@ TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"bloom-176b.ini", {"--cluster.slow_gpus=5:0.7"}},
       {"deepseek-r1-256xh100.ini", {}},
+      // DeepEP's hops beside the shared experts: kernels on the SMs its kernels leave.
+      {"deepseek-r1-256xh100.ini", {"--parallel.moe_dispatcher=deepep", "--parallel.moe_shared_expert_overlap=true"}},
       {"gpt-1.7b-32xa100.ini", {"--parallel.tp_overlap=true", "--output.trace_detail=summary"}},
       {"llama3-405b-16k.ini",
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",

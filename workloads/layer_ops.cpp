@@ -269,7 +269,7 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
   // which it runs beside again (their backward does not need its gradients).
   std::vector<OpSpec> reversed(forward.rbegin(), forward.rend());
   for (std::size_t j = 0; j < reversed.size(); ++j) {
-    if (reversed[j].comm != CommKind::all_to_all || !reversed[j].async) continue;
+    if (!is_all_to_all(reversed[j].comm) || !reversed[j].async) continue;
     std::size_t to = j;
     for (int beside = reversed[j].overlaps; beside > 0 && to > 0; --to)
       if (reversed[to - 1].comm == CommKind::none) --beside;
@@ -278,7 +278,7 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
   }
   std::vector<OpSpec> ops;
   for (auto it = reversed.begin(); it != reversed.end(); ++it) {
-    if (it->comm == CommKind::all_to_all) {  // MoE: the gradients go back the way the tokens came
+    if (is_all_to_all(it->comm)) {  // MoE: the gradients go back the way the tokens came
       OpSpec op = *it;
       op.saved = 0;
       ops.push_back(op);

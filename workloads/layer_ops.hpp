@@ -63,7 +63,7 @@ class LayerOps {
   // An MoE layer's MLP inside the TP region: router, gating, dispatch, local experts, combine,
   // shared experts, with what they keep (moe_ops.cpp).
   std::vector<OpSpec> moe_mlp() const;
-  OpSpec ep_all_to_all(OpKind kind, double bytes) const;
+  OpSpec ep_all_to_all(OpKind kind, double bytes, CommKind comm = CommKind::all_to_all) const;
   // Fused attention with context parallelism (cp_attention.cpp): `whole`, this rank's attention
   // over every key, with the exchange of the other ranks' keys and values (forward) or the
   // backward kernels with the keys and values exchanged again and their gradients reduced.

@@ -45,6 +45,13 @@ struct ModelShape {
   int expert_ffn_hidden = 0;
   int dense_layers = 0;
   int moe_layer_step = 1;
+  // Node-limited (group-limited) routing (DeepSeek-V3 report Sec. 2.1.2; its config.json n_group
+  // and topk_group, Megatron-Core's --moe-router-num-groups and --moe-router-group-topk): the
+  // experts form moe_groups equal groups and each token picks its experts within the
+  // moe_topk_groups groups it scores highest, so with one group per node it reaches at most
+  // moe_topk_groups nodes. 1 and 1: unlimited.
+  int moe_groups = 1;
+  int moe_topk_groups = 1;
   // Multi-head latent attention (DeepSeek-V2/V3): queries through a rank-q_lora_rank bottleneck,
   // keys and values from a kv_lora_rank latent plus a shared rope_head_dim rotary key; per head
   // nope_head_dim + rope_head_dim query/key dims and v_head_dim value dims. kv_lora_rank = 0: none.

@@ -129,7 +129,9 @@ std::vector<ModelShape> make_catalog() {
   // DeepSeek-R1 (HF deepseek-ai/DeepSeek-R1 config.json, the DeepSeek-V3 architecture): 61
   // layers, hidden 7168, 128 heads, MLA with q_lora_rank 1536, kv_lora_rank 512, qk_nope 128,
   // qk_rope 64, v_head 128; first 3 layers dense (intermediate 18432), then 256 routed experts
-  // (8 per token) + 1 shared of 2048; vocab 129280, untied; 4096-token pre-training sequences.
+  // (8 per token) + 1 shared of 2048, routed within 4 of 8 expert groups (n_group 8, topk_group 4:
+  // node-limited routing, at most 4 nodes per token, report Sec. 2.1.2); vocab 129280, untied;
+  // 4096-token pre-training sequences.
   // 671B total (without the 14B multi-token-prediction module), 37B active (DeepSeek-V3 report).
   ModelShape r1 = llama("deepseek-r1", 61, 7168, 128, 128, 18432, 129280, 4096,
                         "DeepSeek-AI 2025 (DeepSeek-R1) / DeepSeek-V3 report; HF deepseek-ai/DeepSeek-R1 "
@@ -139,6 +141,8 @@ std::vector<ModelShape> make_catalog() {
   r1.shared_experts = 1;
   r1.expert_ffn_hidden = 2048;
   r1.dense_layers = 3;
+  r1.moe_groups = 8;
+  r1.moe_topk_groups = 4;
   r1.q_lora_rank = 1536;
   r1.kv_lora_rank = 512;
   r1.nope_head_dim = 128;

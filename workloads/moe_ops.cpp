@@ -1,23 +1,27 @@
-// A mixture-of-experts MLP on one rank (DeepSeek-V3 / Megatron-Core's all-to-all token
-// dispatcher): the router GEMM (hidden x experts, replicated over TP) and the gating (scores,
-// top-k, normalisation, fp32); the permutation of the T x top_k token copies by expert; their
-// dispatch by all-to-all over the EP group; the local experts (experts / ep of them) as grouped
-// SwiGLU GEMMs, each expert getting T x top_k x ep / experts tokens on average (balanced
-// routing: every rank receives as many copies as it sends; with training.moe_load_imbalance or a
-// capacity factor, the most loaded rank's share, which the group waits for); the combine
-// all-to-all back; the weighted un-permutation; and the shared experts on every token, after the
-// routed ones or, with parallel.moe_shared_expert_overlap, beside the two all-to-alls. Expert matrices are split over
-// TP like the dense MLP. The backward pass (layer_ops' backward_of) runs the all-to-alls again.
-// With ep = 1 there is nothing to exchange and the all-to-alls are left out.
+// A mixture-of-experts MLP on one rank (DeepSeek-V3 / Megatron-Core's token dispatchers): the
+// router GEMM (hidden x experts, replicated over TP) and the gating (scores, top-k,
+// normalisation, fp32); the permutation of the T x top_k token copies by expert; their dispatch
+// over the EP group; the local experts (experts / ep of them) as grouped SwiGLU GEMMs, each
+// expert getting T x top_k x ep / experts tokens on average (balanced routing: every rank
+// receives as many copies as it sends; with training.moe_load_imbalance or a capacity factor,
+// the most loaded rank's share, which the group waits for); the combine back; the weighted
+// un-permutation; and the shared experts on every token, after the routed ones or, with
+// parallel.moe_shared_expert_overlap, beside the dispatch and the combine. Expert matrices are
+// split over TP like the dense MLP. The dispatch and combine are one all-to-all of the copies
+// each (alltoall), or DeepEP's two hops (deepep, workloads/moe_dispatch.hpp): each token once to
+// each node it reaches over the network, and over NVLink once to each rank it reaches there,
+// the hops pipelined (one op); the combine is the same two hops the other way. The backward pass
+// (layer_ops' backward_of) runs them again. With ep = 1 there is nothing to exchange and they
+// are left out.
 #include "workloads/layer_ops.hpp"
 
 namespace dtsim {
 
-OpSpec LayerOps::ep_all_to_all(OpKind kind, double bytes) const {
+OpSpec LayerOps::ep_all_to_all(OpKind kind, double bytes, CommKind comm) const {
   OpSpec s;
   s.kind = kind;
   s.stream = Stream::tp;  // blocks the layer like the TP collectives
-  s.comm = CommKind::all_to_all;
+  s.comm = comm;
   s.group = Group::ep;
   s.bytes = bytes;
   return s;
@@ -49,8 +53,14 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   // activation beside the dispatch and their second GEMM beside the combine.
   const bool shared = model_.shared_experts > 0;
   const bool overlap = shared && plan_.ep > 1 && plan_.moe_shared_expert_overlap;
+  // DeepEP's hops carry the most loaded rank's share too (what it receives bounds the exchange).
+  const bool deepep = plan_.moe_dispatcher == MoeDispatcher::deepep;
+  const TwoHopBytes hops = deepep && plan_.ep > 1
+                               ? two_hop_bytes(model_, T * plan_.moe_hot_load(), e() * h, plan_.ep, ep_ranks_per_node(plan_))
+                               : TwoHopBytes{};
   auto all_to_all = [&](OpKind kind, int beside) {
-    OpSpec a2a = ep_all_to_all(kind, e() * hot * h);
+    OpSpec a2a = deepep ? ep_all_to_all(kind, hops.scale_out, CommKind::two_hop) : ep_all_to_all(kind, e() * hot * h);
+    a2a.forward_bytes = hops.scale_up;
     a2a.async = overlap, a2a.overlaps = beside;
     ops.push_back(a2a);
   };

@@ -10,6 +10,7 @@ struct OpSpec {
   Stream stream = Stream::compute;
   double flops = 0, bytes = 0;
   double backward_bytes = 0;   // HBM bytes of the op's backward kernel (elementwise ops)
+  double forward_bytes = 0;    // CommKind::two_hop: bytes each rank sends over NVLink (bytes: over the network)
   int m = 0, n = 0, k = 0, batch = 0;
   CommKind comm = CommKind::none;
   Group group = Group::none;

@@ -142,6 +142,29 @@ int ParallelPlan::rank_of(RankCoords c) const {
   return rank;
 }
 
+int ep_ranks_per_node(const ParallelPlan& plan) {
+  if (plan.gpus_per_node < 1) return 0;
+  int per_node = -1;
+  for (int r = 0; r < plan.num_ranks(); ++r) {
+    RankCoords first = plan.coords(r);
+    if (first.dp % plan.ep != 0) continue;  // not the first rank of its EP group
+    std::vector<int> nodes;
+    for (int i = 0; i < plan.ep; ++i) {
+      RankCoords c = first;
+      c.dp += i;
+      nodes.push_back(plan.rank_of(c) / plan.gpus_per_node);
+    }
+    std::sort(nodes.begin(), nodes.end());
+    for (std::size_t a = 0, b = 0; a < nodes.size(); a = b) {
+      while (b < nodes.size() && nodes[b] == nodes[a]) ++b;
+      const int count = static_cast<int>(b - a);
+      if (per_node >= 0 && count != per_node) return 0;
+      per_node = count;
+    }
+  }
+  return std::max(per_node, 0);
+}
+
 int ParallelPlan::first_layer(int stage) const {
   return std::accumulate(stage_layers.begin(), stage_layers.begin() + stage, 0);
 }
@@ -165,6 +188,38 @@ int ParallelPlan::chunk_first_layer(int stage, int chunk) const {
 
 namespace {
 
+// model.moe_groups and model.moe_topk_groups against the experts.
+void validate_moe_routing(const ModelShape& m) {
+  if (m.moe_groups < 1 || m.experts % m.moe_groups != 0)
+    throw InputError(fmt::format("model.moe_groups = {}: must be >= 1 and divide model.experts = {} (the experts form "
+                                 "equal groups)", m.moe_groups, m.experts));
+  if (m.moe_topk_groups < 1 || m.moe_topk_groups > m.moe_groups)
+    throw InputError(fmt::format("model.moe_topk_groups = {}: must be between 1 and model.moe_groups = {}",
+                                 m.moe_topk_groups, m.moe_groups));
+  if (m.moe_topk_groups * (m.experts / m.moe_groups) < m.active_experts)
+    throw InputError(fmt::format("model.moe_topk_groups = {}: its groups hold {} experts, fewer than "
+                                 "model.active_experts = {} each token picks among them", m.moe_topk_groups,
+                                 m.moe_topk_groups * (m.experts / m.moe_groups), m.active_experts));
+}
+
+// parallel.moe_dispatcher = deepep against the EP groups' placement and the expert groups.
+void validate_deepep(const ParallelPlan& plan, const ModelShape& m) {
+  if (plan.ep == 1) return;  // nothing to exchange
+  const int per_node = ep_ranks_per_node(plan);
+  if (per_node == 0)
+    throw InputError(fmt::format("parallel.moe_dispatcher = deepep: the ranks of each EP group (parallel.ep = {}) must "
+                                 "be spread evenly over the nodes they touch (the same count on each, as DeepEP's "
+                                 "forwarding assumes); change parallel.rank_order or parallel.ep, or use alltoall",
+                                 plan.ep));
+  const int nodes = plan.ep / per_node;
+  for (int bins : {nodes, plan.ep})
+    if (m.moe_groups % bins != 0 && bins % m.moe_groups != 0)
+      throw InputError(fmt::format("model.moe_groups = {}: with parallel.moe_dispatcher = deepep each expert group must "
+                                   "lie within one node (and one rank) or span whole ones: the groups must be a "
+                                   "multiple or a divisor of the EP group's {} nodes and of its {} ranks",
+                                   m.moe_groups, nodes, plan.ep));
+}
+
 // parallel.ep against the model's experts and the DP size.
 void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model) {
   if (plan.ep < 1) throw InputError(fmt::format("parallel.ep = {}: must be >= 1", plan.ep));
@@ -176,6 +231,9 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
       throw InputError(fmt::format("training.moe_load_imbalance = {} / training.moe_capacity_factor = {}: model {} has "
                                    "no experts; leave them at 1 and 0", plan.moe_load_imbalance, plan.moe_capacity_factor,
                                    model.name));
+    if (plan.moe_dispatcher != MoeDispatcher::alltoall)
+      throw InputError(fmt::format("parallel.moe_dispatcher = {}: model {} has no experts; leave it at alltoall",
+                                   moe_dispatcher_name(plan.moe_dispatcher), model.name));
     return;
   }
   if (plan.dp % plan.ep != 0)
@@ -191,6 +249,8 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
     throw InputError(fmt::format("parallel.zero_stage = {}: ZeRO-3 (FSDP) of a mixture-of-experts model is not "
                                  "simulated (its per-layer gathers would need the expert shards); use 0, 1 or 2",
                                  plan.zero_stage));
+  validate_moe_routing(model);
+  if (plan.moe_dispatcher == MoeDispatcher::deepep) validate_deepep(plan, model);
 }
 
 }  // namespace

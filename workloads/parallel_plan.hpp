@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "workloads/model.hpp"
+#include "workloads/moe_dispatch.hpp"
 #include "workloads/precision_recipe.hpp"
 
 namespace dtsim {
@@ -98,6 +99,11 @@ struct ParallelPlan {
   // runs beside the shared experts' first GEMM and activation, the combine beside their second
   // GEMM, in the forward pass and mirrored in the backward.
   bool moe_shared_expert_overlap = false;
+  // How the MoE tokens travel (workloads/moe_dispatch.hpp).
+  MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  // GPUs per node, rank r running on GPU r: where the EP groups' ranks sit (0: unplaced, a
+  // program built without a cluster, where only the alltoall dispatcher runs).
+  int gpus_per_node = 0;
   // MoE expert load: the most loaded EP rank's routed token copies over the mean (1: balanced),
   // and the capacity factor that caps every expert at that multiple of its mean (0: dropless).
   // The EP group waits for its most loaded rank, whose share every rank's program carries.
@@ -169,6 +175,10 @@ struct ParallelPlan {
 // Parses a rank order, innermost first: "tp,cp,dp,pp", or three of them ("tp,dp,pp"), cp then
 // going right outside tp; throws InputError naming the key.
 std::array<char, 4> parse_rank_order(std::string_view text, std::string_view key);
+
+// Ranks of each EP group on one node (plan.gpus_per_node GPUs, rank r on GPU r), or 0 when the
+// plan is unplaced or the groups do not hold the same number on every node they touch.
+int ep_ranks_per_node(const ParallelPlan& plan);
 
 // Checks parallel.cp (given as `key`) against the sequence length and the attention kernel.
 void validate_context_parallel(const ParallelPlan& plan, const ModelShape& model, std::string_view key);

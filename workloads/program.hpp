@@ -18,7 +18,13 @@ namespace dtsim {
 enum class Stream : std::uint8_t { compute, tp, pp_send, pp_recv, dp, cp };
 constexpr int kNumStreams = 6;
 enum class Phase : std::uint8_t { forward, backward, recompute, optimizer };
-enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv, broadcast, all_to_all };
+// two_hop: DeepEP's dispatch (or combine) over an EP group (workloads/moe_dispatch.hpp): each rank
+// sends `bytes` in equal parts to the group's ranks with its in-node index on the other nodes
+// (the network) and, at the same time, `forward_bytes` in equal parts to the group's other ranks
+// in its node (NVLink: what it forwards), as DeepEP pipelines the two hops.
+enum class CommKind : std::uint8_t { none, all_reduce, reduce_scatter, all_gather, send, recv, broadcast, all_to_all, two_hop };
+// The MoE token exchanges: all-to-all, or the two-hop dispatch.
+constexpr bool is_all_to_all(CommKind k) { return k == CommKind::all_to_all || k == CommKind::two_hop; }
 // embedding: the first and last pipeline stages, which both hold the tied word embedding.
 // ep: the expert-parallel group (parallel.ep consecutive DP ranks) of the MoE all-to-alls;
 // expert_dp: the DP ranks holding the same experts (dp / ep of them), which reduce their gradients.
@@ -75,6 +81,7 @@ struct StageProgram {
   std::vector<std::int32_t> micro_batch;  // -1 when none
   std::vector<double> flops;              // per rank
   std::vector<double> bytes;              // HBM bytes (compute) or message bytes (communication)
+  std::vector<double> forward_bytes;      // CommKind::two_hop: the NVLink bytes (bytes: the network's); else 0
   std::vector<std::int32_t> gemm_m, gemm_n, gemm_k, gemm_batch;  // 0 for non-GEMM ops
   std::vector<GemmPart> gemm_part;
   std::vector<CommKind> comm;

@@ -75,6 +75,7 @@ class StageBuilder {
     p_.micro_batch.push_back(mb);
     p_.flops.push_back(s.flops);
     p_.bytes.push_back(s.bytes);
+    p_.forward_bytes.push_back(s.forward_bytes);
     p_.gemm_m.push_back(s.m);
     p_.gemm_n.push_back(s.n);
     p_.gemm_k.push_back(s.k);

@@ -69,6 +69,11 @@ double ComputeModel::comm_overlap_slowdown() const {
   return 1 / (1 - std::min<double>(nvlink ? kNcclChannels : kNcclPcieChannels, sms / 4) / sms);
 }
 
+double ComputeModel::two_hop_overlap_slowdown() const {
+  const double sms = std::max(gpu_.sm_count, 1);
+  return 1 / (1 - std::min<double>(kDeepEpSms, sms / 4) / sms);
+}
+
 double ComputeModel::shape_efficiency(double m, double n, double k, double batch, double depth) const {
   const double sms = std::max(gpu_.sm_count, 1);
   const double best_intensity = tile_intensity(kTiles[0]);

@@ -42,6 +42,9 @@ class ComputeModel {
   // holds one SM per channel, kNcclChannels of them on NVLink GPUs (and takes its share of HBM
   // bandwidth with them), kNcclPcieChannels on PCIe-only ones.
   double comm_overlap_slowdown() const;
+  // The same while only DeepEP's dispatch or combine kernels are resident: they hold kDeepEpSms
+  // SMs (at most a quarter of the GPU's, as NCCL's channels).
+  double two_hop_overlap_slowdown() const;
 
   // Gap between dependent kernels on one stream (launch + scheduling), a typical CUDA figure.
   static constexpr TimeNs kLaunchOverheadNs = 2000;
@@ -67,6 +70,10 @@ class ComputeModel {
   // nccl-tests issue #100); 2 on a PCIe system with one NIC (NCCL issue #689, maintainer's reply).
   static constexpr int kNcclChannels = 24;
   static constexpr int kNcclPcieChannels = 2;
+  // SMs DeepEP's normal (high-throughput) kernels run on: deepseek-ai/DeepEP deep_ep/buffer.py
+  // Buffer.num_sms = 20, Megatron-Core's moe_deepep_num_sms = 20 (transformer_config.py); the
+  // DeepSeek-V3 report (Sec. 3.2.2) gives 20 of the H800's 132 SMs to communication.
+  static constexpr int kDeepEpSms = 20;
   // PyTorch's dropout (Philox RNG per element) streams at 953 GB/s on an A100 against 1.61 TB/s
   // for a copy (FlagGems PR #85, torch column at 1e9 elements; Azure STREAM copy).
   static constexpr double kRandomKernelHbmFraction = 953.0 / 1610.0;

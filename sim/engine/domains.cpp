@@ -31,7 +31,7 @@ NodeDomains node_domains(const Program& program, const ClusterGraph& graph, cons
       }
       const int g = collective_group_index(p.group[op]);
       used[g] = true;
-      if (p.comm[op] == CommKind::all_to_all) all_pairs[g] = true;
+      if (is_all_to_all(p.comm[op])) all_pairs[g] = true;
       if (std::find(kinds[g].begin(), kinds[g].end(), p.comm[op]) == kinds[g].end()) kinds[g].push_back(p.comm[op]);
     }
   // TP collectives all on one stream run one at a time per group.

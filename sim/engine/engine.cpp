@@ -37,7 +37,7 @@ namespace {
 // A group's collective lowered: its kind, size, cost and flows.
 struct Lowered {
   CommKind kind = CommKind::none;
-  double bytes = -1;
+  double bytes = -1, forward_bytes = 0;
   CollectiveCost cost;
   std::vector<HopFlow> hops;
 };
@@ -49,7 +49,8 @@ class Simulation {
       : program_(program), plan_(program.plan), graph_(graph), gpu_(gpu), comm_(comm), sink_(sink),
         peak_flops_(compute.peak_flops()),
         threads_(std::max(1, options.threads)), arena_(threads_),
-        rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), options.kernel_chains),
+        rank_events_(program, ops_, gpu.memory_bytes, compute.comm_overlap_slowdown(), compute.two_hop_overlap_slowdown(),
+                     options.kernel_chains),
         groups_(program.plan, comm), global_(Transfers(graph, comm.router())),
         parallel_from_ranks_(options.parallel_from_ranks),
         shards_per_thread_(program.plan.num_ranks() >= parallel_from_ranks_ ? kShardsPerThread : 1),
@@ -406,20 +407,22 @@ class Simulation {
     const Group g = p.group[op];
     std::vector<Lowered>& kept = lowered_[collective_group_index(g)][leader];
     for (const Lowered& l : kept)
-      if (l.kind == p.comm[op] && l.bytes == p.bytes[op]) return l;
+      if (l.kind == p.comm[op] && l.bytes == p.bytes[op] && l.forward_bytes == p.forward_bytes[op]) return l;
     if (kept.size() == kLoweredPerGroup) kept.erase(kept.begin());  // the oldest
     Lowered& low = kept.emplace_back();
     low.kind = p.comm[op];
     low.bytes = p.bytes[op];
+    low.forward_bytes = p.forward_bytes[op];
     const RingSet& rings = groups_.rings(rank, g);
-    low.cost = comm_.cost(p.comm[op], p.bytes[op], rings);
+    low.cost = comm_.cost(p.comm[op], p.bytes[op], rings, low.forward_bytes);
     if (fold_.on() && g != Group::tp) {  // the TP peers' groups run it on the image rings
       for_each_copy(d, [&](int j, std::vector<HopFlow>& hops) {
-        lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), low.cost, hops);
+        lower_collective(p.comm[op], p.bytes[op], groups_.rings(fold_.copy(rank, j), g), low.cost, hops,
+                         low.forward_bytes);
       });
       low.hops = d.hops;
     } else {
-      lower_collective(p.comm[op], p.bytes[op], rings, low.cost, low.hops);
+      lower_collective(p.comm[op], p.bytes[op], rings, low.cost, low.hops, low.forward_bytes);
     }
     return low;
   }

@@ -12,6 +12,7 @@ constexpr int kCompute = static_cast<int>(Stream::compute);
 // NCCL collectives run as kernels that hold SMs from their launch to their end; sends and
 // receives are not counted.
 bool is_collective(CommKind k) { return k != CommKind::none && k != CommKind::send && k != CommKind::recv; }
+bool is_two_hop(CommKind k) { return k == CommKind::two_hop; }
 
 // How many ops of a sequence (ops.hpp) are done.
 int completed(const RankState& s, int seq) {
@@ -51,7 +52,8 @@ void RankEvents::run(RankState& s, int rank, TimeNs window_end) const {
     if (s.chain_last >= 0) advance_chain(s, rank, ev.time, local);
     if (local && s.kernel_end != ev.time) throw std::logic_error("engine: a kernel chain ended off its timing");
     finish(s, rank, ev);
-    if (s.chain_last >= 0 && s.collectives_in_flight != s.chain_in_flight) retime_chain(s);
+    if (s.chain_last >= 0 && (s.collectives_in_flight != s.chain_in_flight || s.two_hop_in_flight != s.chain_two_hop))
+      retime_chain(s);
   }
 }
 
@@ -77,9 +79,13 @@ void RankEvents::apply_memory(RankState& s, int rank, TimeNs time, const EngineO
     if (changes[i].at_end == at_end) allocate(s, rank, time, changes[i].category, changes[i].bytes);
 }
 
-// A kernel that starts while a collective's kernel holds SMs runs on the SMs left to it.
+// A kernel that starts while a collective's kernel holds SMs runs on the SMs left to it: NCCL's
+// while an NCCL collective is resident, DeepEP's while only its dispatch hops are.
 TimeNs RankEvents::kernel_time(const RankState& s, const EngineOp& e) const {
-  const double speed = s.speed / (s.collectives_in_flight > 0 ? comm_slowdown_ : 1.0);
+  const double slowdown = s.collectives_in_flight == 0                     ? 1.0
+                          : s.collectives_in_flight > s.two_hop_in_flight ? comm_slowdown_
+                                                                          : two_hop_slowdown_;
+  const double speed = s.speed / slowdown;
   return speed == 1 ? e.duration : static_cast<TimeNs>(std::llround(static_cast<double>(e.duration) / speed));
 }
 
@@ -109,6 +115,7 @@ void RankEvents::try_start(RankState& s, int rank, int stream, TimeNs now, bool 
   apply_memory(s, rank, now, e, false);
   if (e.comm != CommKind::none) {
     if (is_collective(e.comm)) ++s.collectives_in_flight;
+    if (is_two_hop(e.comm)) ++s.two_hop_in_flight;
     s.actions.push_back(Action{now, rank, s.action_seq++, op});
     return;
   }
@@ -145,7 +152,7 @@ void RankEvents::chain_from(RankState& s, int op, TimeNs end) const {
   }
   if (pos > first) {
     s.chain_last = pos;
-    s.chain_in_flight = s.collectives_in_flight;
+    s.chain_in_flight = s.collectives_in_flight, s.chain_two_hop = s.two_hop_in_flight;
   }
   s.schedule(pos > first ? order[pos] : op, start, end, true);
 }
@@ -184,7 +191,7 @@ void RankEvents::retime_chain(RankState& s) const {
     start = end;
     end += kernel_time(s, table.ops[order[pos]]);
   }
-  s.chain_in_flight = s.collectives_in_flight;
+  s.chain_in_flight = s.collectives_in_flight, s.chain_two_hop = s.two_hop_in_flight;
   for (LocalEvent& ev : s.queue)
     if (ev.seq & LocalEvent::kLocal) ev.time = end, ev.start = start;
   std::make_heap(s.queue.begin(), s.queue.end(), std::greater<>());
@@ -212,6 +219,7 @@ void RankEvents::finish(RankState& s, int rank, const LocalEvent& ev) const {
   s.last_end = std::max(s.last_end, ev.time);
   if (e.comm != CommKind::recv) s.busy[static_cast<int>(e.stream)] = false;
   if (is_collective(e.comm)) --s.collectives_in_flight;
+  if (is_two_hop(e.comm)) --s.two_hop_in_flight;
   if (e.comm == CommKind::none) s.compute_idle_since = ev.time;
   // Communication first: a collective posted at the same instant as a kernel is launched
   // before it (frameworks issue the asynchronous collective, then the overlapping GEMM).

@@ -24,10 +24,12 @@ namespace dtsim {
 class RankEvents {
  public:
   // memory_bytes: the GPU's memory (for the first time over it); comm_slowdown: a kernel's
-  // slowdown while a collective's kernel is resident; chains: whether kernels form chains.
+  // slowdown while an NCCL collective's kernel is resident, two_hop_slowdown while only DeepEP's
+  // dispatch hops are; chains: whether kernels form chains.
   RankEvents(const Program& program, const std::vector<StageOps>& ops, double memory_bytes, double comm_slowdown,
-             bool chains)
-      : program_(program), ops_(ops), memory_bytes_(memory_bytes), comm_slowdown_(comm_slowdown), chains_(chains) {}
+             double two_hop_slowdown, bool chains)
+      : program_(program), ops_(ops), memory_bytes_(memory_bytes), comm_slowdown_(comm_slowdown),
+        two_hop_slowdown_(two_hop_slowdown), chains_(chains) {}
 
   // Handles the rank's events before window_end.
   void run(RankState& s, int rank, TimeNs window_end) const;
@@ -48,6 +50,7 @@ class RankEvents {
   const std::vector<StageOps>& ops_;  // per stage
   double memory_bytes_;
   double comm_slowdown_;
+  double two_hop_slowdown_;
   bool chains_;
 };
 

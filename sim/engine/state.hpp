@@ -54,6 +54,7 @@ struct RankState {
   std::array<std::int8_t, kNumStreams> waits_on{};
   std::array<int, 2> recv_done{};    // receives finished so far, from the previous and the next stage
   int collectives_in_flight = 0;     // NCCL collective kernels resident on the GPU (posted, not done)
+  int two_hop_in_flight = 0;         // of those, DeepEP dispatches and combines (CommKind::two_hop)
   std::array<double, kNumMemCategories> mem{};
   double peak = 0;
   std::array<double, kNumMemCategories> at_peak{};  // mem when the peak was reached
@@ -67,8 +68,9 @@ struct RankState {
   // The compute stream's kernel chain (rank.hpp): the kernels up to position chain_last
   // run back to back with one event, at the last one's end; -1 when there is no chain. The
   // kernel running (position next - 1, chained or not) started at kernel_start and ends at
-  // kernel_end; chain_in_flight is collectives_in_flight when the chain was timed.
-  int chain_last = -1, chain_in_flight = 0;
+  // kernel_end; chain_in_flight and chain_two_hop are collectives_in_flight and
+  // two_hop_in_flight when the chain was timed.
+  int chain_last = -1, chain_in_flight = 0, chain_two_hop = 0;
   TimeNs kernel_start = 0, kernel_end = 0;
 
   std::vector<LocalEvent> queue;  // min-heap by (time, seq)

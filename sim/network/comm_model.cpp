@@ -232,6 +232,7 @@ double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
     case CommKind::recv:
     case CommKind::broadcast: return bytes;
     case CommKind::all_to_all: return 1.0 * (n - 1) / n * bytes;  // what each rank sends
+    case CommKind::two_hop: return bytes;  // what each rank sends over the network
     case CommKind::none: return 0;
   }
   return 0;
@@ -239,7 +240,7 @@ double CommModel::bytes_per_hop(CommKind kind, double bytes, int n) {
 
 int CommModel::steps(CommKind kind, int n) {
   if (kind == CommKind::all_reduce) return 2 * (n - 1);
-  if (kind == CommKind::send || kind == CommKind::all_to_all) return 1;
+  if (kind == CommKind::send || is_all_to_all(kind)) return 1;
   return n - 1;
 }
 
@@ -325,7 +326,26 @@ CollectiveCost CommModel::cost_with(Algorithm a, Protocol p, CommKind kind, doub
   return c;
 }
 
-CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set) const {
+CollectiveCost CommModel::two_hop_cost(double bytes, double forward_bytes, const RingSet& set) const {
+  // With ranks on several nodes and several in each, the hops' flows are those of the two
+  // hierarchical phases (rails across the nodes, each node's NVLink); else the group's own.
+  const bool both = set.members_per_node >= 2 && set.nodes() >= 2;
+  const PhaseShape group{set.bytes_per_s, set.latency_ns, set.hop_class};
+  const PhaseShape& out = both ? set.inter : group;
+  const PhaseShape& up = both ? set.intra : group;
+  // The slower hop's latency: the network's whenever the group spans nodes.
+  const PhaseShape& slow = set.nodes() >= 2 ? out : up;
+  const int pi = static_cast<int>(Protocol::simple);
+  const double tail_s = 1e-9 * (nccl_.base_ns[pi] + nccl_.hop_ns[static_cast<int>(slow.hop_class)][pi] + slow.latency_ns);
+  CollectiveCost c;
+  c.tail_ns = seconds_to_ns(tail_s);
+  c.phase_tail_ns[0] = c.tail_ns;
+  c.estimate_ns = seconds_to_ns(tail_s + std::max(bytes / out.bytes_per_s, forward_bytes / up.bytes_per_s));
+  return c;
+}
+
+CollectiveCost CommModel::cost(CommKind kind, double bytes, const RingSet& set, double forward_bytes) const {
+  if (kind == CommKind::two_hop) return two_hop_cost(bytes, forward_bytes, set);
   std::vector<Algorithm> algorithms = {Algorithm::ring};
   if (tree_applies(kind, set)) algorithms.push_back(Algorithm::tree);
   if (hierarchical_applies(kind, set)) algorithms.push_back(Algorithm::hierarchical);

@@ -129,7 +129,8 @@ class CommModel {
   RingSet rings(std::span<const int> gpus) const;
   PathParams path(int src_gpu, int dst_gpu) const;
   const Router& router() const { return router_; }
-  CollectiveCost cost(CommKind kind, double bytes, const RingSet& rings) const;
+  // forward_bytes: CommKind::two_hop's NVLink bytes (StageProgram::forward_bytes).
+  CollectiveCost cost(CommKind kind, double bytes, const RingSet& rings, double forward_bytes = 0) const;
   // Latency tail of a send of `bytes` on a path.
   TimeNs send_tail(const PathParams& p) const;
 
@@ -180,6 +181,11 @@ class CommModel {
  private:
   CollectiveCost cost_with(Algorithm a, Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
   CollectiveCost hierarchical_cost(Protocol p, CommKind kind, double bytes, const RingSet& rings) const;
+  // DeepEP's two-hop dispatch (CommKind::two_hop): its own kernels, not NCCL's, so no protocol or
+  // algorithm choice: the payload at the wire's rate (no LL flags), both hops at once (DeepEP
+  // pipelines them), the launch base and one step of the slower hop's latency (Simple's),
+  // whatever is forced.
+  CollectiveCost two_hop_cost(double bytes, double forward_bytes, const RingSet& rings) const;
   // Shape of flows on the routes of `hops` (source, destination GPU pairs) running at once.
   PhaseShape shape_of(std::span<const std::pair<int, int>> hops) const;
 

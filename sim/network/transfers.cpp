@@ -177,11 +177,34 @@ void lower_all_to_all(double share, const RingSet& rings, std::vector<HopFlow>& 
     }
 }
 
+// DeepEP's dispatch, both hops at once (its kernels pipeline them): each rank sends `bytes` in
+// equal parts to the group's members with its in-node index on the other nodes (its rail), and
+// `forward_bytes` in equal parts to the group's other members in its node (NVLink). Members per
+// node are equal and contiguous (validate_plan).
+void lower_two_hop(double bytes, double forward_bytes, const RingSet& rings, std::vector<HopFlow>& hops) {
+  const std::vector<int>& members = rings.rings.front();
+  const int n = static_cast<int>(members.size()), m = rings.members_per_node;
+  if (m == 0) throw std::logic_error("two-hop dispatch over a group with unequal members per node");
+  const int nodes = n / m;
+  for (int u = 0; u < nodes; ++u)
+    for (int i = 0; i < m; ++i) {
+      const int a = members[u * m + i];
+      for (int v = 0; v < nodes; ++v)
+        if (v != u) hops.push_back(HopFlow{a, members[v * m + i], bytes / (nodes - 1)});
+      for (int j = 0; j < m; ++j)
+        if (j != i) hops.push_back(HopFlow{a, members[u * m + j], forward_bytes / (m - 1)});
+    }
+}
+
 }  // namespace
 
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
-                      std::vector<HopFlow>& hops) {
+                      std::vector<HopFlow>& hops, double forward_bytes) {
   hops.clear();
+  if (kind == CommKind::two_hop) {
+    lower_two_hop(bytes, forward_bytes, rings, hops);
+    return;
+  }
   if (cost.algorithm == Algorithm::tree) {
     lower_tree(bytes, rings, cost, hops);
     return;

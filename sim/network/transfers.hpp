@@ -46,9 +46,9 @@ struct FinishedTransfer {
 
 // Lowers a collective on `rings` to its hops into `hops`, each ring's hops one chain (each ring
 // carries its share of the bytes, inflated by the protocol's wire factor); `cost` is from
-// CommModel::cost.
+// CommModel::cost; forward_bytes: CommKind::two_hop's NVLink bytes.
 void lower_collective(CommKind kind, double bytes, const RingSet& rings, const CollectiveCost& cost,
-                      std::vector<HopFlow>& hops);
+                      std::vector<HopFlow>& hops, double forward_bytes = 0);
 
 // Thrown when a transfer's route crosses a link another Transfers owns (Transfers::forbid).
 struct LinkOwnedElsewhere : std::logic_error {

@@ -60,6 +60,10 @@ constexpr Key kKeys[] = {
     {"model.dense_layers", "", "leading layers with a dense MLP of ffn_hidden (MoE models)"},
     {"model.moe_layer_step", "",
      "after dense_layers, every moe_layer_step-th layer is MoE and the others dense (Llama 4 Maverick: 2); default 1"},
+    {"model.moe_groups", "",
+     "MoE: expert groups for node-limited routing (DeepSeek-V3's n_group, Megatron-Core's --moe-router-num-groups); divides experts; default 1"},
+    {"model.moe_topk_groups", "",
+     "MoE: groups each token picks its experts within (DeepSeek-V3's topk_group, Megatron-Core's --moe-router-group-topk), 1 ... moe_groups; default 1"},
     {"training.framework", "megatron-core",
      "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
@@ -99,6 +103,8 @@ constexpr Key kKeys[] = {
     {"parallel.microbatch_group", "auto",
      "interleaved schedule: micro-batches each model chunk runs back to back before the next chunk (Megatron-Core's --microbatch-group-size-per-virtual-pipeline-stage), from pp to the micro-batches per step, the remainder 0 or >= pp; auto = pp. A step's micro-batches need not be a multiple of pp (Llama 3)"},
     {"parallel.sequence_parallel", "", "true | false: Megatron sequence parallelism over the TP group"},
+    {"parallel.moe_dispatcher", "alltoall",
+     "alltoall | deepep: MoE token dispatch over the EP group as Megatron-Core's alltoall dispatcher (NCCL all-to-all of every token copy) or its flex dispatcher with --moe-enable-deepep (DeepEP: once per node over the network, then NVLink)"},
     {"parallel.moe_shared_expert_overlap", "false",
      "true | false: MoE with shared experts and ep > 1: the dispatch all-to-all runs beside the shared experts' first GEMM and activation, the combine beside their second GEMM, forward and backward (Megatron-Core's --moe-shared-expert-overlap)"},
     {"parallel.tp_overlap", "",
@@ -177,6 +183,8 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.expert_ffn_hidden")) m.expert_ffn_hidden = v.integer("model.expert_ffn_hidden", 1, limits::kMaxHidden);
   if (v.given("model.dense_layers")) m.dense_layers = v.integer("model.dense_layers", 0);
   if (v.given("model.moe_layer_step")) m.moe_layer_step = v.integer("model.moe_layer_step", 1);
+  if (v.given("model.moe_groups")) m.moe_groups = v.integer("model.moe_groups", 1, limits::kMaxHidden);
+  if (v.given("model.moe_topk_groups")) m.moe_topk_groups = v.integer("model.moe_topk_groups", 1, limits::kMaxHidden);
   if (m.is_moe()) {
     if (m.active_experts < 1 || m.active_experts > m.experts)
       throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",
@@ -479,6 +487,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   p.dp_overlap = v.boolean("parallel.dp_overlap");
   p.tp_overlap = v.boolean("parallel.tp_overlap");
   p.moe_shared_expert_overlap = v.boolean("parallel.moe_shared_expert_overlap");
+  p.moe_dispatcher = v.parsed([&] { return parse_moe_dispatcher(v.text("parallel.moe_dispatcher"), "parallel.moe_dispatcher"); });
   p.grad_reduce_fp32 = v.boolean("parallel.grad_reduce_fp32");
   p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);
   if (v.text("parallel.stage_layers") != "auto") p.stage_layers = read_int_list(v, "parallel.stage_layers");
@@ -489,6 +498,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
   v.parsed([&] { return find_gpu(c.gpu); });
   c.nodes = v.integer("cluster.nodes", 1, limits::kMaxGpus);
   c.gpus_per_node = v.integer("cluster.gpus_per_node", 1, limits::kMaxGpus);
+  p.gpus_per_node = c.gpus_per_node;
   if (static_cast<std::int64_t>(c.nodes) * c.gpus_per_node > limits::kMaxGpus)
     throw InputError(fmt::format("{}: cluster.nodes x cluster.gpus_per_node = {} x {} = {} GPUs: at most {} GPUs "
                                  "can be simulated", sc.source, c.nodes, c.gpus_per_node,
