@@ -1,4 +1,4 @@
-// The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
+// The dtsim command line: `dtsim run`, `serve`, `topology`, `collective`, `validate`, `sweep`, `merge`,
 // `export`, `catalog`, `fit`, `advise`. Bad input prints one message and exits with status 2,
 // running out of memory with 3, an internal inconsistency (a bug) with 70; nothing is written then.
 // A simulated step that runs out of GPU memory exits 4 after its summary.
@@ -26,6 +26,7 @@
 #include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_util.hpp"
 #include "sim/scenario/run.hpp"
+#include "sim/scenario/serve_format.hpp"
 #include "sim/scenario/summary_format.hpp"
 #include "sim/commands/sweep_command.hpp"
 #include "sim/validation/validate.hpp"
@@ -45,6 +46,7 @@ constexpr int kExitOutOfGpuMemory = 4;
 constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
     "                 [--max-memory GIB] | dtsim run --template\n"
+    "       dtsim serve SCENARIO.ini [--section.key=value ...] [--output FILE.h5] [--json] [--threads N]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
     "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
@@ -137,6 +139,33 @@ int run_command(int argc, char** argv) {
   if (!trace.empty() && !cmd.vm.count("json"))
     std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
   return result.summary.oom ? kExitOutOfGpuMemory : 0;
+}
+
+int serve_command(int argc, char** argv) {
+  po::options_description own("dtsim serve options");
+  own.add_options()("help,h", "print this help")("output,o", po::value<std::string>(),
+                                                  "write the HDF5 trace to FILE (overrides output.trace)")(
+      "json", "print the summary as one JSON object")(
+      "threads", po::value<int>()->default_value(1), "engine threads (results do not depend on it)");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  if (cmd.scenario.empty())
+    throw InputError("dtsim serve: give a scenario file with a [model], a [cluster] and an [inference] section, e.g. "
+                     "scenarios/serve/llama3-70b-2x3090-nvlink.ini (the built-in default is a 384-GPU training run)");
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
+  const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
+  check_trace_target(trace, cmd.scenario, cmd.vm.count("output") > 0 || !cmd.vm["output.trace"].defaulted());
+  const int threads = cmd.vm["threads"].as<int>();
+  if (threads < 1 || threads > limits::kMaxThreads)
+    throw InputError(fmt::format("--threads {}: must be from 1 to {}", threads, limits::kMaxThreads));
+  const ServeResult result = run_serve(sc, trace, threads);
+  std::cout << (cmd.vm.count("json") ? format_serve_json(sc, result) + "\n" : format_serve_text(sc, result));
+  if (!trace.empty() && !cmd.vm.count("json"))
+    std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
+  return result.fits ? 0 : kExitOutOfGpuMemory;
 }
 
 int topology_command(int argc, char** argv) {
@@ -353,6 +382,7 @@ int main(int argc, char** argv) {
       return sub.empty() ? 2 : 0;
     }
     if (sub == "run") return run_command(argc - 1, argv + 1);
+    if (sub == "serve") return serve_command(argc - 1, argv + 1);
     if (sub == "topology") return topology_command(argc - 1, argv + 1);
     if (sub == "collective") return collective_command(argc - 1, argv + 1);
     if (sub == "validate") return validate_command(argc - 1, argv + 1);
@@ -362,7 +392,7 @@ int main(int argc, char** argv) {
     if (sub == "catalog") return catalog_command(argc - 1, argv + 1);
     if (sub == "fit") return fit_command(argc - 1, argv + 1);
     if (sub == "advise") return advise_command(argc - 1, argv + 1);
-    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate, sweep, "
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, serve, topology, collective, validate, sweep, "
                                  "merge, export, catalog, fit, advise", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";
