@@ -1,9 +1,11 @@
 // dtsim serve: decode is bounded by streaming the weights and near that bound at batch 1, its
-// step grows with the context, an NVLink bridge beats PCIe without peer-to-peer, bad [inference]
+// step grows with the context, an NVLink bridge beats PCIe without peer-to-peer, the KV-cache
+// capacity follows its closed form, bad [inference]
 // input is refused naming the key, and the CLI runs a shipped scenario end to end.
 #include <catch2/catch.hpp>
 
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -96,6 +98,22 @@ TEST_CASE("TP 2 over an NVLink bridge decodes faster than over PCIe without peer
   CHECK(b.tpot.comm_s < p.tpot.comm_s);
   // Same GPUs, same weights: the difference is the communication.
   CHECK(b.tpot.weights_s == Approx(p.tpot.weights_s));
+}
+
+TEST_CASE("the KV-cache capacity is the memory left after weights, activations and runtime", "[serve]") {
+  Scenario sc = shipped("llama3-70b-2x3090-nvlink.ini");
+  const ServeResult r = run_serve(sc, "");
+  // Llama 3 70B: 2 x 8 KV heads x 128 x 80 layers x 2 bytes per token, half on each TP rank.
+  CHECK(r.kv_token_bytes == Approx(2.0 * 8 * 128 * 80 * 2 / 2));
+  double used = 0;
+  for (const MemoryItem& item : r.memory.items)
+    if (item.name != "kv_cache") used += item.bytes;
+  CHECK(r.kv_capacity_tokens == Approx((24.0 * 1024 * 1024 * 1024 - used) / r.kv_token_bytes));
+  CHECK(r.kv_capacity_sequences == std::floor(r.kv_capacity_tokens / (1024 + 256)));
+  CHECK(r.fits);
+  Scenario fp8 = shipped("llama3-70b-2x3090-nvlink.ini");
+  fp8.inference.kv = KvFormat::fp8;
+  CHECK(run_serve(fp8, "").kv_token_bytes == Approx(r.kv_token_bytes / 2));
 }
 
 TEST_CASE("bad [inference] input is refused naming the key and what is valid", "[serve]") {
