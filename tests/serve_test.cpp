@@ -1,7 +1,7 @@
 // dtsim serve: decode is bounded by streaming the weights and near that bound at batch 1, its
 // step grows with the context, an NVLink bridge beats PCIe without peer-to-peer, the KV-cache
-// capacity follows its closed form, bad [inference]
-// input is refused naming the key, and the CLI runs a shipped scenario end to end.
+// capacity follows its closed form, bad [inference] input is refused naming the key, and the CLI
+// runs a shipped scenario end to end.
 #include <catch2/catch.hpp>
 
 #include <boost/program_options.hpp>
