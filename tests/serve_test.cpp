@@ -160,6 +160,13 @@ TEST_CASE("dtsim serve runs a shipped scenario end to end", "[serve][cli]") {
   CHECK(json_status == 0);
   CHECK_THAT(json, Catch::StartsWith("{\"model\": \"llama3.3-70b\"") && Catch::Contains("\"tpot_ms\": ") &&
                        Catch::Contains("\"kv_capacity_tokens\": "));
+  // A sweep: one row per point, a refused point with its reason.
+  const auto [sweep_status, sweep] = run("--sweep inference.batch=1,4 --sweep parallel.pp=1,2 --json");
+  CHECK(sweep_status == 0);
+  CHECK_THAT(sweep, Catch::Contains("\"axes\": \"inference.batch,parallel.pp\""));
+  CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"1\", \"status\": \"ok\""));
+  CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"2\", \"status\": \"refused\", "
+                                    "\"reason\": ") && Catch::Contains("parallel.pp = 2"));
   // No file: the built-in default is a training run, so serve asks for a scenario.
   const std::string bare = std::string(DTSIM_BINARY) + " serve 2>" + (dir / "err").string();
   CHECK(WEXITSTATUS(std::system(bare.c_str())) == 2);
