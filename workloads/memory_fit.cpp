@@ -23,12 +23,9 @@ constexpr double kKvBytes = 2;          // fp16/bf16 KV cache and activations
 constexpr double kGroup = 128;          // int8/int4 group size (one fp16 scale each)
 constexpr double kFp8Block = 128 * 128; // fp8 block (one fp32 scale each)
 
-// Embeddings, LM head and norms stay at 16 bit in quantized checkpoints (GPTQ/AWQ, DeepSeek fp8).
-double other_weight_bytes(WeightFormat f) { return f == WeightFormat::fp32 ? 4 : 2; }
-
 double weight_bytes(const ModelShape& m, WeightFormat f) {
   const double others = m.total_params() - m.transformer_params();
-  return m.transformer_params() * weight_format_bytes(f) + others * other_weight_bytes(f);
+  return m.transformer_params() * weight_format_bytes(f) + others * embedding_weight_bytes(f);
 }
 
 double kept(const std::vector<OpSpec>& ops) {
@@ -195,6 +192,9 @@ double weight_format_bytes(WeightFormat f) {
   return 2;
 }
 
+// Embeddings, LM head and norms stay at 16 bit in quantized checkpoints (GPTQ/AWQ, DeepSeek fp8).
+double embedding_weight_bytes(WeightFormat f) { return f == WeightFormat::fp32 ? 4 : 2; }
+
 double MemoryNeed::total() const {
   double sum = 0;
   for (const MemoryItem& i : items) sum += i.bytes;
@@ -207,14 +207,15 @@ MemoryNeed inference_memory(const ModelShape& m, const InferenceSetup& s, int tp
   n.items.push_back({"weights", weight_bytes(m, s.format) / (tp * pp),
                      fmt::format("{} linear layers ({:.4g} B/weight with scales), embeddings and head at {} bit; "
                                  "/ (tp x pp)", fmt_name, weight_format_bytes(s.format),
-                                 8 * other_weight_bytes(s.format))});
+                                 8 * embedding_weight_bytes(s.format))});
   // Each TP rank caches its KV heads (replicated when tp > kv_heads); MLA's latent on every rank.
   const int kv_shards = m.is_mla() ? 1 : std::min(tp, m.kv_heads_or_heads());
   const double tokens = static_cast<double>(s.context) * s.batch;
-  n.items.push_back({"kv_cache", m.kv_cache_elements_per_token_layer() * m.layers * tokens * kKvBytes / (pp * kv_shards),
-                     fmt::format("{} {} x {} tokens x {} layers x {:.0f} values x 2 B (fp16)",
+  n.items.push_back({"kv_cache", m.kv_cache_elements_per_token_layer() * m.layers * tokens * s.kv_bytes / (pp * kv_shards),
+                     fmt::format("{} {} x {} tokens x {} layers x {:.0f} values x {:g} B ({})",
                                  m.is_mla() ? "MLA latent + rotary key:" : "2 x kv_heads x head_dim:", s.batch,
-                                 s.context, m.layers, m.kv_cache_elements_per_token_layer())});
+                                 s.context, m.layers, m.kv_cache_elements_per_token_layer(), s.kv_bytes,
+                                 s.kv_bytes == kKvBytes ? "fp16" : "fp8")});
   const double chunk = std::min(tokens, static_cast<double>(kPrefillChunkTokens));
   const double ffn = m.is_moe() ? std::max<double>(m.ffn_or_default(), (m.active_experts + m.shared_experts) *
                                                                            static_cast<double>(m.expert_ffn_hidden))

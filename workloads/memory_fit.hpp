@@ -24,6 +24,9 @@ WeightFormat parse_weight_format(std::string_view text, std::string_view key);
 std::string_view weight_format_name(WeightFormat f);
 // Bytes per weight of the transformer's linear layers, scales included.
 double weight_format_bytes(WeightFormat f);
+// Bytes per weight of the embeddings, the LM head and the norms, which quantized checkpoints keep
+// at 16 bit (32 in an fp32 model).
+double embedding_weight_bytes(WeightFormat f);
 
 // Runtime overhead per GPU: CUDA context, kernels, cuBLAS/NCCL workspaces. 1 GiB, the low end of
 // the "1-2 GB" the Hugging Face Transformers guide "Model training anatomy" gives for the kernels.
@@ -46,6 +49,7 @@ struct InferenceSetup {
   WeightFormat format = WeightFormat::bf16;
   int context = 4096;  // tokens per sequence held in the KV cache
   int batch = 1;       // sequences served at once
+  double kv_bytes = 2; // bytes per cached key or value element (fp16/bf16; 1 for an fp8 KV cache)
 };
 
 // How the step executes, as the scenario keys of the same names (a framework profile sets most of

@@ -1,4 +1,4 @@
-// The dtsim command line: `dtsim run`, `topology`, `collective`, `validate`, `sweep`, `merge`,
+// The dtsim command line: `dtsim run`, `serve`, `topology`, `collective`, `validate`, `sweep`, `merge`,
 // `export`, `catalog`, `fit`, `advise`. Bad input prints one message and exits with status 2,
 // running out of memory with 3, an internal inconsistency (a bug) with 70; nothing is written then.
 // A simulated step that runs out of GPU memory exits 4 after its summary.
@@ -20,12 +20,14 @@
 #include "sim/network/collective_bench.hpp"
 #include "sim/commands/fit_command.hpp"
 #include "sim/commands/scenario_template.hpp"
+#include "sim/commands/serve_sweep.hpp"
 #include "sim/base/json.hpp"
 #include "sim/base/limits.hpp"
 #include "sim/base/nearest.hpp"
 #include "sim/base/safe_write.hpp"
 #include "sim/trace/hdf5_util.hpp"
 #include "sim/scenario/run.hpp"
+#include "sim/scenario/serve_format.hpp"
 #include "sim/scenario/summary_format.hpp"
 #include "sim/commands/sweep_command.hpp"
 #include "sim/validation/validate.hpp"
@@ -45,6 +47,8 @@ constexpr int kExitOutOfGpuMemory = 4;
 constexpr const char* kUsage =
     "usage: dtsim run [SCENARIO.ini] [--section.key=value ...] [--output FILE.h5] [--json] [--threads N] [--fold-tp]\n"
     "                 [--max-memory GIB] | dtsim run --template\n"
+    "       dtsim serve SCENARIO.ini [--section.key=value ...] [--output FILE.h5] [--json] [--threads N]\n"
+    "                   [--sweep KEY=V1,V2,... ...] [--zip]\n"
     "       dtsim topology [SCENARIO.ini] [--section.key=value ...] --dot FILE.dot\n"
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
     "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
@@ -139,6 +143,54 @@ int run_command(int argc, char** argv) {
   return result.summary.oom ? kExitOutOfGpuMemory : 0;
 }
 
+int serve_command(int argc, char** argv) {
+  po::options_description own("dtsim serve options");
+  own.add_options()("help,h", "print this help")("output,o", po::value<std::string>(),
+                                                  "write the HDF5 trace to FILE (overrides output.trace)")(
+      "json", "print the summary as one JSON object")(
+      "threads", po::value<int>()->default_value(1), "engine threads (results do not depend on it)")(
+      "sweep", po::value<std::vector<std::string>>()->composing(),
+      "an axis: KEY=V1,V2,... or KEY=START:STOP:STEP; prints one row per point")(
+      "zip", "pair the axes (equal lengths) instead of their cartesian product");
+  Command cmd = parse(argc, argv, own);
+  if (cmd.vm.count("help")) {
+    print_help(own);
+    return 0;
+  }
+  if (cmd.scenario.empty())
+    throw InputError("dtsim serve: give a scenario file with a [model], a [cluster] and an [inference] section, e.g. "
+                     "scenarios/serve/llama3-70b-2x3090-nvlink.ini (the built-in default is a 384-GPU training run)");
+  const int threads = cmd.vm["threads"].as<int>();
+  if (threads < 1 || threads > limits::kMaxThreads)
+    throw InputError(fmt::format("--threads {}: must be from 1 to {}", threads, limits::kMaxThreads));
+  if (cmd.vm.count("sweep")) {
+    if (cmd.vm.count("output"))
+      throw InputError("dtsim serve: --output writes one point's trace; give it without --sweep");
+    ServeSweep sweep{cmd.scenario, {}, {}, threads, cmd.vm.count("json") > 0};
+    std::vector<std::string> fixed_keys;
+    const po::options_description keys = scenario_options();
+    for (const auto& option : keys.options()) {
+      const std::string& key = option->long_name();
+      if (!cmd.vm[key].defaulted()) {
+        sweep.fixed.emplace_back(key, cmd.vm[key].as<std::string>());
+        fixed_keys.push_back(key);
+      }
+    }
+    sweep.spec = make_sweep_spec(cmd.scenario, {}, cmd.vm["sweep"].as<std::vector<std::string>>(),
+                                 cmd.vm.count("zip") > 0, fixed_keys);
+    std::cout << run_serve_sweep(sweep);
+    return 0;
+  }
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
+  const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
+  check_trace_target(trace, cmd.scenario, cmd.vm.count("output") > 0 || !cmd.vm["output.trace"].defaulted());
+  const ServeResult result = run_serve(sc, trace, threads);
+  std::cout << (cmd.vm.count("json") ? format_serve_json(sc, result) + "\n" : format_serve_text(sc, result));
+  if (!trace.empty() && !cmd.vm.count("json"))
+    std::cout << fmt::format("  trace              {} (detail: {})\n", trace, trace_detail_name(sc.trace_detail));
+  return result.fits ? 0 : kExitOutOfGpuMemory;
+}
+
 int topology_command(int argc, char** argv) {
   po::options_description own("dtsim topology options");
   own.add_options()("help,h", "print this help")("dot", po::value<std::string>(), "write the cluster as GraphViz DOT");
@@ -148,7 +200,8 @@ int topology_command(int argc, char** argv) {
     return 0;
   }
   if (!cmd.vm.count("dot")) throw InputError("dtsim topology: --dot FILE is required");
-  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  // Only the cluster is used: a serving scenario (with [inference] keys) is as good as a training one.
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
   const ClusterGraph graph = make_cluster(sc);
   const std::string path = cmd.vm["dot"].as<std::string>();
   write_file_safely(path, "--dot " + path, [&](std::ostream& out) { write_dot(graph, out); });
@@ -174,7 +227,8 @@ int collective_command(int argc, char** argv) {
   const std::string algo_text = cmd.vm["algo"].as<std::string>();
   const CommKind kind = parse_collective(cmd.vm["op"].as<std::string>(), "--op");
   const std::vector<double> sizes = parse_size_sweep(cmd.vm["sizes"].as<std::string>(), "--sizes");
-  Scenario sc = load_scenario(cmd.scenario, cmd.vm);
+  // Only the cluster is used: a serving scenario (with [inference] keys) is as good as a training one.
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
   const ClusterGraph graph = make_cluster(sc);
   const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
   const std::optional<Algorithm> algorithm = algo_text.empty() ? sc.algorithm : parse_algorithm(algo_text, "--algo");
@@ -353,6 +407,7 @@ int main(int argc, char** argv) {
       return sub.empty() ? 2 : 0;
     }
     if (sub == "run") return run_command(argc - 1, argv + 1);
+    if (sub == "serve") return serve_command(argc - 1, argv + 1);
     if (sub == "topology") return topology_command(argc - 1, argv + 1);
     if (sub == "collective") return collective_command(argc - 1, argv + 1);
     if (sub == "validate") return validate_command(argc - 1, argv + 1);
@@ -362,7 +417,7 @@ int main(int argc, char** argv) {
     if (sub == "catalog") return catalog_command(argc - 1, argv + 1);
     if (sub == "fit") return fit_command(argc - 1, argv + 1);
     if (sub == "advise") return advise_command(argc - 1, argv + 1);
-    throw InputError(fmt::format("unknown command '{}'; valid commands: run, topology, collective, validate, sweep, "
+    throw InputError(fmt::format("unknown command '{}'; valid commands: run, serve, topology, collective, validate, sweep, "
                                  "merge, export, catalog, fit, advise", sub));
   } catch (const InputError& e) {
     std::cerr << "dtsim: error: " << e.what() << "\n";

@@ -22,14 +22,16 @@ double tile_intensity(const Tile& t) { return t.m * t.n / (t.m + t.n); }
 
 }  // namespace
 
-ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention, Recipe recipe)
+ComputeModel::ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention, Recipe recipe,
+                           TimeNs launch_ns)
     : gpu_(gpu),
       precision_(precision),
       attention_(attention),
       recipe_(recipe_spec(recipe != Recipe::none         ? recipe
                           : precision == Precision::fp8 ? Recipe::fp8_delayed
                           : precision == Precision::fp4 ? Recipe::nvfp4
-                                                        : Recipe::none)) {
+                                                        : Recipe::none)),
+      launch_ns_(launch_ns) {
   if (recipe_.block_scaled && gpu.fp4_flops <= 0)
     throw InputError(fmt::format("training.precision = {}: GPU '{}' has no block-scaled tensor cores (Blackwell-class "
                                  "parts, those with an FP4 rate in 'dtsim catalog gpus', have); use fp8_delayed or "
@@ -191,7 +193,7 @@ OpTiming ComputeModel::time(const StageProgram& p, int op) const {
   const double memory_s = p.bytes[op] / (hbm_rate_ * (draws_random ? kRandomKernelHbmFraction : 1.0));
   OpTiming t;
   t.memory_bound = memory_s > compute_s;
-  t.duration_ns = seconds_to_ns(std::max(compute_s, memory_s) + serial_s) + kernels * kLaunchOverheadNs;
+  t.duration_ns = seconds_to_ns(std::max(compute_s, memory_s) + serial_s) + kernels * launch_ns_;
   return t;
 }
 

@@ -28,8 +28,10 @@ class ComputeModel {
  public:
   // recipe: the FP8/FP4 recipe of the linear layers' GEMMs (precision is then its GEMM format;
   // fp8 without one is fp8_delayed, fp4 nvfp4); throws InputError when the GPU lacks what it needs.
+  // launch_ns: the gap each kernel pays (kLaunchOverheadNs; 0 where a CUDA graph replays the
+  // kernels, dtsim serve's inference.cuda_graphs).
   ComputeModel(const GpuSpec& gpu, Precision precision, Attention attention = Attention::standard,
-               Recipe recipe = Recipe::none);
+               Recipe recipe = Recipe::none, TimeNs launch_ns = kLaunchOverheadNs);
   OpTiming time(const StageProgram& program, int op) const;
   // Fraction of the precision's peak that a [m x k] x [k x n] GEMM, `batch` times, reaches.
   double gemm_efficiency(double m, double n, double k, double batch) const;
@@ -106,6 +108,7 @@ class ComputeModel {
   // run_: the run's precision; other_: the ops FP8 leaves in BF16 (run_ for other precisions).
   MatmulRate run_, other_;
   double hbm_rate_ = 0;
+  TimeNs launch_ns_ = kLaunchOverheadNs;
 };
 
 }  // namespace dtsim

@@ -580,9 +580,10 @@ class Simulation {
 }  // namespace
 
 Engine::Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
-               std::optional<Protocol> protocol, std::optional<Algorithm> algorithm, const NcclProfile& nccl)
+               std::optional<Protocol> protocol, std::optional<Algorithm> algorithm, const NcclProfile& nccl,
+               TimeNs launch_ns)
     : program_(program), graph_(graph), gpu_(gpu), router_(graph), comm_(graph, router_, protocol, algorithm, nccl),
-      compute_(gpu, precision, program.plan.attention, program.plan.recipe) {}
+      compute_(gpu, precision, program.plan.attention, program.plan.recipe, launch_ns) {}
 
 EngineResult Engine::run(TraceSink* sink, TraceDetail detail, const EngineOptions& options) {
   if (!options.gpu_speed.empty() && static_cast<int>(options.gpu_speed.size()) != program_.plan.num_ranks())

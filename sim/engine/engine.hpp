@@ -56,10 +56,11 @@ struct EngineResult {
 class Engine {
  public:
   // protocol, algorithm: force one NCCL protocol / algorithm for every collective (nullopt: the
-  // model chooses); nccl: the NCCL release the collectives follow.
+  // model chooses); nccl: the NCCL release the collectives follow; launch_ns: each kernel's launch
+  // gap (ComputeModel).
   Engine(const Program& program, const ClusterGraph& graph, const GpuSpec& gpu, Precision precision,
          std::optional<Protocol> protocol = std::nullopt, std::optional<Algorithm> algorithm = std::nullopt,
-         const NcclProfile& nccl = legacy_nccl_profile());
+         const NcclProfile& nccl = legacy_nccl_profile(), TimeNs launch_ns = ComputeModel::kLaunchOverheadNs);
   // Runs one step; streams events and memory records of traced ranks to `sink` (may be null).
   EngineResult run(TraceSink* sink, TraceDetail detail, const EngineOptions& options = {});
 

@@ -34,8 +34,6 @@ ClusterGraph make_cluster(const Scenario& sc) {
   return graph;
 }
 
-namespace {
-
 std::vector<DeviceRecord> device_records(const ClusterGraph& graph) {
   std::vector<DeviceRecord> out;
   for (VertexId v = 0; v < boost::num_vertices(graph.graph()); ++v) {
@@ -44,8 +42,6 @@ std::vector<DeviceRecord> device_records(const ClusterGraph& graph) {
   }
   return out;
 }
-
-}  // namespace
 
 bool tp_fold_exact(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;

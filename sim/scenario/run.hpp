@@ -13,6 +13,9 @@ namespace dtsim {
 // connected. Throws InputError.
 ClusterGraph make_cluster(const Scenario& scenario);
 
+// The trace's /topology rows: every device of the graph.
+std::vector<DeviceRecord> device_records(const ClusterGraph& graph);
+
 // Whether permuting the TP ranks of every TP group alike (the same permutation in each) maps the
 // scenario's cluster onto itself, so the engine may fold them (EngineOptions::tp_symmetric): a
 // built cluster of NVSwitch nodes or NVL72 racks (every GPU on its domain's switch), TP innermost

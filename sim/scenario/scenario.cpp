@@ -148,7 +148,19 @@ constexpr Key kKeys[] = {
     {"output.trace", "", "HDF5 trace path; empty = none (--output overrides)"},
     {"output.trace_detail", "stages", "summary | stages (one rank per pipeline stage) | full (every rank; 'all' too)"},
     {"output.detail", "", "the same as output.trace_detail (which it overrides when given)"},
+    {"inference.weights", "bf16",
+     "dtsim serve: weight format of the linear layers, fp32 | fp16 | bf16 | fp8 (one fp32 scale per 128 x 128 block) | "
+     "int8 | int4 (one fp16 scale per 128 weights), counted as dtsim fit counts them"},
+    {"inference.kv_cache", "bf16", "dtsim serve: KV-cache precision, bf16 | fp16 | fp8"},
+    {"inference.batch", "1", "dtsim serve: sequences decoded together"},
+    {"inference.prompt_tokens", "1024", "dtsim serve: prompt tokens per sequence (prefill)"},
+    {"inference.output_tokens", "256", "dtsim serve: generated tokens per sequence (decode)"},
+    {"inference.cuda_graphs", "true",
+     "dtsim serve: true = decode steps replayed as CUDA graphs (one launch per step, not per kernel)"},
 };
+
+// Keys of the [inference] section, read only by dtsim serve.
+bool inference_key(const std::string& name) { return name.rfind("inference.", 0) == 0; }
 
 
 ModelShape read_model(const Values& v) {
@@ -396,11 +408,12 @@ void apply_node_kind_defaults(po::variables_map& vm) {
   fill("cluster.nic_kind", std::string(link_kind_name(Nvl72Rack::kNicKind)));
 }
 
-// Every key = value under its [section], in key order.
-std::string resolved_text(const po::variables_map& vm) {
+// Every key = value under its [section], in key order; the [inference] keys only for inference.
+std::string resolved_text(const po::variables_map& vm, Workload workload = Workload::training) {
   std::string text, section;
   for (const Key& k : kKeys) {
     const std::string name = k.name;
+    if (workload == Workload::training && inference_key(name)) continue;
     const std::string sec = name.substr(0, name.find('.'));
     if (sec != section) {
       text += fmt::format("{}[{}]\n", section.empty() ? "" : "\n", sec);
@@ -432,8 +445,28 @@ std::vector<SweepLine> read_sweep_section(const std::string& path) {
 
 namespace {
 
+ServeSetup read_inference(const Values& v) {
+  ServeSetup s;
+  s.weights = v.parsed([&] { return parse_weight_format(v.text("inference.weights"), "inference.weights"); });
+  s.kv = v.parsed([&] { return parse_kv_format(v.text("inference.kv_cache"), "inference.kv_cache"); });
+  s.batch = v.integer("inference.batch", 1, kMaxServeBatch);
+  s.prompt = v.integer("inference.prompt_tokens", 1, kMaxServeTokens);
+  s.output = v.integer("inference.output_tokens", 1, kMaxServeTokens);
+  s.cuda_graphs = v.boolean("inference.cuda_graphs");
+  return s;
+}
+
+// A training scenario refuses [inference] keys: they would silently do nothing.
+void refuse_inference_keys(const po::variables_map& vm, const std::string& source) {
+  for (const Key& k : kKeys)
+    if (inference_key(k.name) && !vm[k.name].defaulted())
+      throw InputError(fmt::format("{}: {} is a key of dtsim serve (the [inference] section); this command simulates "
+                                   "training: run 'dtsim serve {}'",
+                                   source, k.name, source));
+}
+
 // load_scenario once the file's keys are stored in `vm`.
-Scenario read_scenario(po::variables_map& vm, const std::string& source) {
+Scenario read_scenario(po::variables_map& vm, const std::string& source, Workload workload) {
   Scenario sc;
   sc.source = source;
   try {
@@ -538,25 +571,27 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source) {
                         ? parse_trace_detail(v.text("output.detail"), sc.source, "output.detail")
                         : parse_trace_detail(v.text("output.trace_detail"), sc.source, "output.trace_detail");
 
-  sc.resolved_text = resolved_text(vm);
+  if (workload == Workload::inference) sc.inference = read_inference(v);
+  else refuse_inference_keys(vm, sc.source);
+  sc.resolved_text = resolved_text(vm, workload);
   return sc;
 }
 
 }  // namespace
 
-Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep) {
+Scenario load_scenario(const std::string& path, po::variables_map vm, SweepSection sweep, Workload workload) {
   std::vector<SweepLine> ignored;
   store_file(path, vm, sweep == SweepSection::accept ? &ignored : nullptr);
   store_builtin_default(path, vm);
-  return read_scenario(vm, path.empty() ? "built-in default" : path);
+  return read_scenario(vm, path.empty() ? "built-in default" : path, workload);
 }
 
 Scenario load_scenario_text(const std::string& text, const std::string& name, po::variables_map vm,
-                            SweepSection sweep) {
+                            SweepSection sweep, Workload workload) {
   std::istringstream in(text);
   std::vector<SweepLine> ignored;
   store_stream(in, name, vm, sweep == SweepSection::accept ? &ignored : nullptr);
-  return read_scenario(vm, name);
+  return read_scenario(vm, name, workload);
 }
 
 void validate_scenario(Scenario& sc, int num_gpus) {

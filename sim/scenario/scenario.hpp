@@ -12,6 +12,7 @@
 #include "sim/engine/engine.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/gpu_catalog.hpp"
+#include "workloads/inference_program.hpp"
 #include "workloads/model.hpp"
 #include "workloads/parallel_plan.hpp"
 
@@ -47,7 +48,12 @@ struct Scenario {
   TraceDetail trace_detail = TraceDetail::stages;
   std::string resolved_text;     // every key = value, as run
   std::string chosen;            // the parallel sizes chosen for keys left to auto, in words ("" for none)
+  ServeSetup inference;          // the [inference] keys (dtsim serve; defaults for training)
 };
+
+// What a scenario is read for: a training step (dtsim run and the commands built on it), whose
+// files may not set [inference] keys, or inference (dtsim serve), which reads them.
+enum class Workload { training, inference };
 
 // Every scenario key with its unit, default and meaning (for --help and parsing).
 boost::program_options::options_description scenario_options();
@@ -64,11 +70,12 @@ enum class SweepSection { refuse, accept };
 // `num_gpus` is the cluster's GPU count (known once the topology is built); it is checked by
 // validate_scenario.
 Scenario load_scenario(const std::string& path, boost::program_options::variables_map cli,
-                       SweepSection sweep = SweepSection::refuse);
+                       SweepSection sweep = SweepSection::refuse, Workload workload = Workload::training);
 
 // load_scenario with the file's text given as `text`, named `name` in messages (tests, fuzzing).
 Scenario load_scenario_text(const std::string& text, const std::string& name,
-                            boost::program_options::variables_map cli, SweepSection sweep = SweepSection::refuse);
+                            boost::program_options::variables_map cli, SweepSection sweep = SweepSection::refuse,
+                            Workload workload = Workload::training);
 
 // The resolved text (every key = value, as in Scenario::resolved_text) of the file with `cli`
 // taking precedence, without checking the values; the file may have a [sweep] section.

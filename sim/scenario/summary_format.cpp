@@ -13,8 +13,6 @@
 
 namespace dtsim {
 
-namespace {
-
 // The network the step ran on, as the scenario gave it (the summary echoes what it used).
 std::string network_text(const Scenario& sc) {
   const ClusterConfig& c = sc.cluster;
@@ -35,6 +33,8 @@ std::string network_text(const Scenario& sc) {
   if (c.oversubscription > 1) fabric += fmt::format(", {:g}:1 oversubscribed", c.oversubscription);
   return fabric;
 }
+
+namespace {
 
 // Each stage's busy time (compute + memory-bound), the slowest named, and the split to try when
 // the slowest is more than kStageImbalanceToReport above the median stage.

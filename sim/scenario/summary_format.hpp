@@ -8,6 +8,9 @@
 
 namespace dtsim {
 
+// The network the scenario's cluster runs on, in words (the summaries echo it).
+std::string network_text(const Scenario& scenario);
+
 // The link with the most bytes relative to its bandwidth (the longest time at full rate; first by
 // id on ties). links must not be empty.
 const LinkRecord& most_loaded_link(const std::vector<LinkRecord>& links);

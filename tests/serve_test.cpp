@@ -1,0 +1,178 @@
+// dtsim serve: decode is bounded by streaming the weights and near that bound at batch 1, its
+// step grows with the context, an NVLink bridge beats PCIe without peer-to-peer, the KV-cache
+// capacity follows its closed form, bad [inference] input is refused naming the key, and the CLI
+// runs a shipped scenario end to end.
+#include <catch2/catch.hpp>
+
+#include <boost/program_options.hpp>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/base/error.hpp"
+#include "sim/scenario/serve.hpp"
+
+namespace po = boost::program_options;
+namespace fs = std::filesystem;
+using namespace dtsim;
+
+namespace {
+
+po::variables_map overrides(std::vector<std::string> args) {
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
+  return vm;
+}
+
+Scenario serve_scenario(const std::string& text, std::vector<std::string> args = {}) {
+  return load_scenario_text(text, "serve-test.ini", overrides(std::move(args)), SweepSection::refuse,
+                            Workload::inference);
+}
+
+Scenario shipped(const std::string& name) {
+  return load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/serve/" + name, overrides({}),
+                       SweepSection::refuse, Workload::inference);
+}
+
+// Llama 3 8B in bf16 on one H100: 16 GB of weights, a short request.
+const std::string kOneH100 =
+    "[model]\nname = llama3-8b\n[cluster]\ngpu = H100-SXM5-80GB\nnodes = 1\ngpus_per_node = 1\n"
+    "[inference]\nbatch = 1\nprompt_tokens = 128\noutput_tokens = 64\n";
+
+std::string error_of(const std::string& text, std::vector<std::string> args = {}) {
+  try {
+    Scenario sc = serve_scenario(text, std::move(args));
+    run_serve(sc, "");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("decode on one GPU is bounded below by its weight reads and near them at batch 1", "[serve]") {
+  Scenario sc = serve_scenario(kOneH100);
+  const ServeResult r = run_serve(sc, "");
+  // Llama 3 8B streams its 7.5 B linear-layer weights (the head included, the embedding not)
+  // at 2 bytes: 15 GB over the H100's measured memory rate.
+  REQUIRE(r.weight_floor_s > 0);
+  for (const PassTime& step : r.decode) {
+    INFO("context " << step.context << ": " << step.total_s * 1e3 << " ms against " << r.weight_floor_s * 1e3);
+    CHECK(step.total_s >= r.weight_floor_s);
+    CHECK(step.total_s <= 1.15 * r.weight_floor_s);
+    CHECK(step.weights_s >= r.weight_floor_s);
+  }
+  CHECK(r.decode_tokens_per_s == Approx(1 / r.tpot.total_s));
+  CHECK(r.ttft_s > r.tpot.total_s);
+}
+
+TEST_CASE("a decode step grows with the context it attends to", "[serve]") {
+  Scenario sc = serve_scenario(kOneH100, {"--inference.batch=16", "--inference.prompt_tokens=4096",
+                                          "--inference.output_tokens=4096"});
+  const ServeResult r = run_serve(sc, "");
+  REQUIRE(r.decode.size() == 3);
+  CHECK(r.decode[0].context == 4097);
+  CHECK(r.decode[2].context == 8192);
+  CHECK(r.decode[0].total_s < r.decode[1].total_s);
+  CHECK(r.decode[1].total_s < r.decode[2].total_s);
+  CHECK(r.decode[0].kv_s < r.decode[2].kv_s);
+  // The KV read is linear in the context: twice the context, about twice the read.
+  CHECK(r.decode[2].kv_s == Approx(2 * r.decode[0].kv_s).epsilon(0.05));
+  // The mean over the output is the trapezoid of the three steps.
+  CHECK(r.tpot.total_s ==
+        Approx(0.25 * r.decode[0].total_s + 0.5 * r.decode[1].total_s + 0.25 * r.decode[2].total_s));
+}
+
+TEST_CASE("TP 2 over an NVLink bridge decodes faster than over PCIe without peer-to-peer", "[serve]") {
+  Scenario bridged = shipped("llama3-70b-2x3090-nvlink.ini");
+  Scenario pcie = shipped("llama3-70b-2x3090-pcie.ini");
+  const ServeResult b = run_serve(bridged, "");
+  const ServeResult p = run_serve(pcie, "");
+  CHECK(b.tpot.total_s < p.tpot.total_s);
+  CHECK(b.tpot.comm_s < p.tpot.comm_s);
+  // Same GPUs, same weights: the difference is the communication.
+  CHECK(b.tpot.weights_s == Approx(p.tpot.weights_s));
+}
+
+TEST_CASE("the KV-cache capacity is the memory left after weights, activations and runtime", "[serve]") {
+  Scenario sc = shipped("llama3-70b-2x3090-nvlink.ini");
+  const ServeResult r = run_serve(sc, "");
+  // Llama 3 70B: 2 x 8 KV heads x 128 x 80 layers x 2 bytes per token, half on each TP rank.
+  CHECK(r.kv_token_bytes == Approx(2.0 * 8 * 128 * 80 * 2 / 2));
+  double used = 0;
+  for (const MemoryItem& item : r.memory.items)
+    if (item.name != "kv_cache") used += item.bytes;
+  CHECK(r.kv_capacity_tokens == Approx((24.0 * 1024 * 1024 * 1024 - used) / r.kv_token_bytes));
+  CHECK(r.kv_capacity_sequences == std::floor(r.kv_capacity_tokens / (1024 + 256)));
+  CHECK(r.fits);
+  Scenario fp8 = shipped("llama3-70b-2x3090-nvlink.ini");
+  fp8.inference.kv = KvFormat::fp8;
+  CHECK(run_serve(fp8, "").kv_token_bytes == Approx(r.kv_token_bytes / 2));
+}
+
+TEST_CASE("bad [inference] input is refused naming the key and what is valid", "[serve]") {
+  CHECK_THAT(error_of(kOneH100, {"--inference.weights=int3"}),
+             Catch::Contains("inference.weights") && Catch::Contains("int4"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.kv_cache=int8"}),
+             Catch::Contains("inference.kv_cache") && Catch::Contains("fp8"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.batch=0"}), Catch::Contains("inference.batch = 0: must be >= 1"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.output_tokens=x"}), Catch::Contains("inference.output_tokens"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.cuda_graphs=maybe"}),
+             Catch::Contains("inference.cuda_graphs") && Catch::Contains("true, false"));
+  CHECK_THAT(error_of(kOneH100, {"--parallel.pp=2"}), Catch::Contains("parallel.pp = 2") && Catch::Contains("1 or auto"));
+  CHECK_THAT(error_of(kOneH100, {"--parallel.tp=2"}), Catch::Contains("parallel.tp = 2"));
+  CHECK_THAT(error_of(kOneH100, {"--model.name=deepseek-r1"}), Catch::Contains("model.name = deepseek-r1"));
+  // Training refuses the keys it would ignore.
+  try {
+    load_scenario_text(kOneH100, "serve-test.ini", overrides({}));
+    FAIL("a training scenario with [inference] keys was accepted");
+  } catch (const InputError& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("inference.batch") && Catch::Contains("dtsim serve"));
+  }
+}
+
+TEST_CASE("dtsim serve runs a shipped scenario end to end", "[serve][cli]") {
+  const fs::path dir = fs::temp_directory_path() / ("dtsim_serve_test_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string scenario = std::string(DTSIM_SOURCE_DIR) + "/scenarios/serve/r1-distill-llama-70b-2x4090.ini";
+  auto run = [&](const std::string& args) {
+    const std::string cmd = std::string(DTSIM_BINARY) + " serve " + scenario + " " + args + " >" +
+                            (dir / "out").string() + " 2>" + (dir / "err").string();
+    const int status = std::system(cmd.c_str());
+    std::ifstream in(dir / "out");
+    std::stringstream text;
+    text << in.rdbuf();
+    return std::pair{WEXITSTATUS(status), text.str()};
+  };
+  const fs::path trace = dir / "serve.h5";
+  const auto [status, text] = run("--output " + trace.string());
+  CHECK(status == 0);
+  CHECK_THAT(text, Catch::Contains("time to 1st token") && Catch::Contains("time per token") &&
+                       Catch::Contains("KV-cache capacity"));
+  CHECK(fs::exists(trace));
+  const auto [json_status, json] = run("--json");
+  CHECK(json_status == 0);
+  CHECK_THAT(json, Catch::StartsWith("{\"model\": \"llama3.3-70b\"") && Catch::Contains("\"tpot_ms\": ") &&
+                       Catch::Contains("\"kv_capacity_tokens\": "));
+  // A sweep: one row per point, a refused point with its reason.
+  const auto [sweep_status, sweep] = run("--sweep inference.batch=1,4 --sweep parallel.pp=1,2 --json");
+  CHECK(sweep_status == 0);
+  CHECK_THAT(sweep, Catch::Contains("\"axes\": \"inference.batch,parallel.pp\""));
+  CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"1\", \"status\": \"ok\""));
+  CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"2\", \"status\": \"refused\", "
+                                    "\"reason\": ") && Catch::Contains("parallel.pp = 2"));
+  // No file: the built-in default is a training run, so serve asks for a scenario.
+  const std::string bare = std::string(DTSIM_BINARY) + " serve 2>" + (dir / "err").string();
+  CHECK(WEXITSTATUS(std::system(bare.c_str())) == 2);
+  std::ifstream err(dir / "err");
+  std::stringstream message;
+  message << err.rdbuf();
+  CHECK_THAT(message.str(), Catch::Contains("give a scenario file"));
+  fs::remove_all(dir);
+}

@@ -1,0 +1,197 @@
+// Inference programs: the prefill and decode passes of dtsim serve from layer_ops' forward kernels,
+// with weight reads in the serving format and decode attention over the KV cache.
+#include "workloads/inference_program.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/base/error.hpp"
+#include "workloads/layer_ops.hpp"
+
+namespace dtsim {
+namespace {
+
+constexpr double kActivationBytes = 2;  // activations and logits in bf16/fp16
+
+// One pass of `tokens` new tokens per sequence (the prompt, or 1 when decoding).
+class PassBuilder {
+ public:
+  PassBuilder(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens)
+      : model_(with_seq_len(m, tokens)), plan_(plan), setup_(s), ops_(model_, plan_) {}
+
+  // The pass's kernels and collectives in order, each with its transformer layer (-1 for the
+  // embedding and the head). context: the tokens a decode step attends to (0 for the prefill,
+  // whose attention is layer_ops' causal flash attention over the prompt).
+  std::vector<std::pair<OpSpec, int>> ops(int context) const {
+    std::vector<std::pair<OpSpec, int>> out;
+    for (const OpSpec& op : ops_.embedding_forward()) out.emplace_back(op, -1);
+    for (int l = 0; l < model_.layers; ++l)
+      for (OpSpec op : ops_.layer_forward(l)) {
+        if (op.kind == OpKind::flash_attention && context > 0) op = decode_attention(context);
+        out.emplace_back(op, l);
+      }
+    for (const OpSpec& op : head()) out.emplace_back(op, -1);
+    for (auto& [op, layer] : out) {
+      if (reads_weights(op.kind)) op.bytes = gemm_bytes(op);
+      op.saved = 0;
+    }
+    return out;
+  }
+
+ private:
+  static ModelShape with_seq_len(ModelShape m, int tokens) {
+    m.seq_len = tokens;
+    return m;
+  }
+  // Activations in and out at 16 bit, the weight matrix (k x n) once in its format.
+  double gemm_bytes(const OpSpec& op) const {
+    const double per_weight = op.kind == OpKind::lm_head ? embedding_weight_bytes(setup_.weights)
+                                                         : weight_format_bytes(setup_.weights);
+    return kActivationBytes * (static_cast<double>(op.m) * op.k + static_cast<double>(op.m) * op.n) +
+           per_weight * static_cast<double>(op.k) * op.n;
+  }
+  // One query per sequence and head against `context` cached keys and values: QK^T and PV, 2 x 2
+  // FLOPs per cached element pair; HBM: the rank's KV heads of the whole context, the query and
+  // the output. The compute model times fused attention on the causal half of its FLOPs, which
+  // a decode step does not have; its bound is the KV read either way (a few FLOPs per byte).
+  OpSpec decode_attention(int context) const {
+    const double b = setup_.batch, d = model_.head_dim_or_default(), c = context;
+    const double heads = static_cast<double>(model_.heads) / plan_.tp;
+    const double kv_heads = std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / plan_.tp);
+    OpSpec a;
+    a.kind = OpKind::flash_attention;
+    a.m = 1;
+    a.n = context;
+    a.k = static_cast<int>(d);
+    a.batch = static_cast<int>(b * heads);
+    a.flops = 2 * b * heads * c * 2 * d;
+    a.bytes = kv_format_bytes(setup_.kv) * b * c * 2 * kv_heads * d + kActivationBytes * b * 2 * heads * d;
+    return a;
+  }
+  // The final norm and the LM head on each sequence's last token, then the vocabulary-parallel
+  // logits gathered over TP for sampling (vLLM's LogitsProcessor gathers them).
+  std::vector<OpSpec> head() const {
+    ModelShape last = model_;
+    last.seq_len = 1;
+    const LayerOps one(last, plan_);
+    std::vector<OpSpec> out;
+    for (const OpSpec& op : one.head_forward())
+      if (op.kind == OpKind::final_norm || op.kind == OpKind::lm_head) out.push_back(op);
+    if (plan_.tp > 1) {
+      OpSpec gather;
+      gather.kind = OpKind::tp_all_gather;
+      gather.stream = Stream::tp;
+      gather.comm = CommKind::all_gather;
+      gather.group = Group::tp;
+      gather.bytes = kActivationBytes * setup_.batch * static_cast<double>(model_.vocab);
+      out.push_back(gather);
+    }
+    return out;
+  }
+
+  ModelShape model_;
+  const ParallelPlan& plan_;
+  const ServeSetup& setup_;
+  LayerOps ops_;
+};
+
+void add(StageProgram& p, const OpSpec& s, int layer, int pass) {
+  const int id = p.size();
+  p.kind.push_back(s.kind);
+  p.stream.push_back(s.stream);
+  p.phase.push_back(Phase::forward);
+  p.layer.push_back(layer);
+  p.micro_batch.push_back(pass);
+  p.flops.push_back(s.flops);
+  p.bytes.push_back(s.bytes);
+  p.gemm_m.push_back(s.m);
+  p.gemm_n.push_back(s.n);
+  p.gemm_k.push_back(s.k);
+  p.gemm_batch.push_back(s.batch);
+  p.gemm_part.push_back(GemmPart::whole);
+  p.comm.push_back(s.comm);
+  p.group.push_back(s.group);
+  // Every op waits for the one before it: a decode step is one dependent chain of kernels and
+  // TP collectives.
+  if (id > 0) p.deps.push_back(id - 1);
+  p.dep_begin.push_back(static_cast<int>(p.deps.size()));
+  p.stream_ops[static_cast<int>(s.stream)].push_back(id);
+  p.mem_begin.push_back(0);
+}
+
+}  // namespace
+
+KvFormat parse_kv_format(std::string_view text, std::string_view key) {
+  if (text == "bf16" || text == "fp16") return KvFormat::bf16;
+  if (text == "fp8") return KvFormat::fp8;
+  throw InputError(fmt::format("{} = '{}': valid values are bf16, fp16 (the model's 16 bit), fp8", key, text));
+}
+
+std::string_view kv_format_name(KvFormat f) { return f == KvFormat::fp8 ? "fp8" : "bf16"; }
+
+double kv_format_bytes(KvFormat f) { return f == KvFormat::fp8 ? 1 : 2; }
+
+bool reads_weights(OpKind k) {
+  return k == OpKind::qkv_proj || k == OpKind::out_proj || k == OpKind::fc1 || k == OpKind::fc2 ||
+         k == OpKind::lm_head;
+}
+
+MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp) {
+  InferenceSetup fit;
+  fit.format = s.weights;
+  fit.context = s.prompt + s.output;
+  fit.batch = s.batch;
+  fit.kv_bytes = kv_format_bytes(s.kv);
+  return inference_memory(m, fit, tp, 1);
+}
+
+ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp) {
+  if (m.is_moe() || m.is_mla())
+    throw InputError(fmt::format("model.name = {}: dtsim serve simulates dense models with multi-head or grouped-query "
+                                 "attention; mixture-of-experts and MLA models are not modelled yet",
+                                 m.name));
+  ParallelPlan p;
+  p.tp = tp;
+  p.micro_batch = s.batch;
+  p.global_batch = s.batch;
+  p.attention = Attention::flash;
+  p.dropout = false;
+  p.recompute = Recompute::none;
+  p.weight_bytes = kActivationBytes;
+  validate_plan(p, m, tp);
+  return p;
+}
+
+std::vector<int> decode_contexts(const ServeSetup& s) {
+  const int first = s.prompt + 1, last = s.prompt + s.output;
+  std::vector<int> out{first};
+  if (last > first + 1) out.push_back((first + last) / 2);
+  if (last > first) out.push_back(last);
+  return out;
+}
+
+Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s) {
+  Program program;
+  program.plan = plan;
+  program.model = m;
+  StageProgram p;
+  for (const auto& [op, layer] : PassBuilder(m, plan, s, s.prompt).ops(0)) add(p, op, layer, 0);
+  const PassBuilder decode(m, plan, s, 1);
+  const std::vector<int> contexts = decode_contexts(s);
+  for (std::size_t i = 0; i < contexts.size(); ++i)
+    for (const auto& [op, layer] : decode.ops(contexts[i])) add(p, op, layer, static_cast<int>(i) + 1);
+  const MemoryNeed need = serve_memory(m, s, plan.tp);
+  for (const MemoryItem& item : need.items) {
+    if (item.name == "weights") p.static_bytes[static_cast<int>(MemCategory::weights)] = item.bytes;
+    if (item.name == "kv_cache") p.static_bytes[static_cast<int>(MemCategory::buffers)] = item.bytes;
+    if (item.name == "activations") p.static_bytes[static_cast<int>(MemCategory::activations)] = item.bytes;
+  }
+  for (int i = 0; i < p.size(); ++i)
+    if (p.gemm_m[i] > 0) program.model_flops_per_step += p.flops[i] * plan.tp;
+  program.stages.push_back(std::move(p));
+  return program;
+}
+
+}  // namespace dtsim

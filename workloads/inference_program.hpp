@@ -1,0 +1,56 @@
+// The program of LLM inference (dtsim serve) in the Program/StageProgram structures the engine
+// runs for a training step: one prefill pass over every sequence's prompt, then decode iterations
+// (one new token per sequence) at a few context lengths, chained one after another on every TP
+// rank. Forward kernels come from layer_ops; what differs for inference is built here: the linear
+// layers read their weights in the serving format, decode attention reads the KV cache of the
+// context, the LM head runs on each sequence's last token only and its logits are gathered over TP.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "workloads/memory_fit.hpp"
+#include "workloads/program.hpp"
+
+namespace dtsim {
+
+// KV-cache precision (vLLM's kv_cache_dtype): the model's 16 bit, or fp8 (1 byte per element).
+enum class KvFormat { bf16, fp8 };
+KvFormat parse_kv_format(std::string_view text, std::string_view key);
+std::string_view kv_format_name(KvFormat f);
+double kv_format_bytes(KvFormat f);
+
+// Input limits: a pass's tokens (batch x prompt) stay within a GEMM dimension (int32).
+constexpr int kMaxServeBatch = 4096;
+constexpr int kMaxServeTokens = 1 << 18;
+
+// The [inference] scenario keys.
+struct ServeSetup {
+  WeightFormat weights = WeightFormat::bf16;
+  KvFormat kv = KvFormat::bf16;
+  int batch = 1;        // sequences decoded together
+  int prompt = 1024;    // prompt tokens per sequence
+  int output = 256;     // generated tokens per sequence
+  bool cuda_graphs = true;  // decode steps replayed as CUDA graphs: no per-kernel launch gap
+};
+
+// The memory of the setup on one of tp GPUs (fit's closed forms: weights in their format, the KV
+// cache of batch x (prompt + output) tokens, one forward pass's activations, the runtime).
+MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp);
+
+// The plan of inference on tp GPUs: one stage, no data parallelism, `batch` sequences per pass,
+// fused flash attention, no dropout or recomputation. Throws InputError (naming parallel.tp) when
+// the model cannot be split so, or (naming model.name) when it is a mixture-of-experts or MLA model.
+ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp);
+
+// The context lengths (tokens each new token attends to, itself included) of the decode
+// iterations simulated: the first, the middle and the last output token.
+std::vector<int> decode_contexts(const ServeSetup& s);
+
+// The whole request on every rank: pass 0 (micro_batch 0) is the prefill, pass i (1..) the decode
+// iteration at decode_contexts(s)[i - 1]. plan: from inference_plan.
+Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s);
+
+// The linear layers: kernels that stream a weight matrix from memory.
+bool reads_weights(OpKind k);
+
+}  // namespace dtsim
