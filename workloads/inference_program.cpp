@@ -98,21 +98,7 @@ class PassBuilder {
 };
 
 void add(StageProgram& p, const OpSpec& s, int layer, int pass) {
-  const int id = p.size();
-  p.kind.push_back(s.kind);
-  p.stream.push_back(s.stream);
-  p.phase.push_back(Phase::forward);
-  p.layer.push_back(layer);
-  p.micro_batch.push_back(pass);
-  p.flops.push_back(s.flops);
-  p.bytes.push_back(s.bytes);
-  p.gemm_m.push_back(s.m);
-  p.gemm_n.push_back(s.n);
-  p.gemm_k.push_back(s.k);
-  p.gemm_batch.push_back(s.batch);
-  p.gemm_part.push_back(GemmPart::whole);
-  p.comm.push_back(s.comm);
-  p.group.push_back(s.group);
+  const int id = append_op(p, s, Phase::forward, layer, pass);
   // Every op waits for the one before it: a decode step is one dependent chain of kernels and
   // TP collectives.
   if (id > 0) p.deps.push_back(id - 1);

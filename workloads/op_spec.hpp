@@ -37,4 +37,26 @@ struct OpSpec {
   double cp_whole_flops = 0, cp_whole_bytes = 0, cp_kv_bytes = 0;
 };
 
+// Appends the op's columns to the stage program (its kind, stream, work, shape and group) and
+// returns its index; the caller adds its dependencies, stream order and memory changes.
+inline int append_op(StageProgram& p, const OpSpec& s, Phase phase, int layer, int micro_batch) {
+  const int id = p.size();
+  p.kind.push_back(s.kind);
+  p.stream.push_back(s.stream);
+  p.phase.push_back(phase);
+  p.layer.push_back(layer);
+  p.micro_batch.push_back(micro_batch);
+  p.flops.push_back(s.flops);
+  p.bytes.push_back(s.bytes);
+  p.forward_bytes.push_back(s.forward_bytes);
+  p.gemm_m.push_back(s.m);
+  p.gemm_n.push_back(s.n);
+  p.gemm_k.push_back(s.k);
+  p.gemm_batch.push_back(s.batch);
+  p.gemm_part.push_back(s.gemm_part);
+  p.comm.push_back(s.comm);
+  p.group.push_back(s.group);
+  return id;
+}
+
 }  // namespace dtsim

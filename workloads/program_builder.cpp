@@ -67,22 +67,7 @@ class StageBuilder {
   double activation_bytes() const { return e() * ops_.tokens() * model_.hidden; }
 
   int add(const OpSpec& s, Phase phase, int layer, int mb, std::initializer_list<int> deps) {
-    const int id = p_.size();
-    p_.kind.push_back(s.kind);
-    p_.stream.push_back(s.stream);
-    p_.phase.push_back(phase);
-    p_.layer.push_back(layer);
-    p_.micro_batch.push_back(mb);
-    p_.flops.push_back(s.flops);
-    p_.bytes.push_back(s.bytes);
-    p_.forward_bytes.push_back(s.forward_bytes);
-    p_.gemm_m.push_back(s.m);
-    p_.gemm_n.push_back(s.n);
-    p_.gemm_k.push_back(s.k);
-    p_.gemm_batch.push_back(s.batch);
-    p_.gemm_part.push_back(s.gemm_part);
-    p_.comm.push_back(s.comm);
-    p_.group.push_back(s.group);
+    const int id = append_op(p_, s, phase, layer, mb);
     if (s.saved != 0) on_start(id, MemCategory::activations, s.saved);
     for (int d : deps)
       if (d >= 0) p_.deps.push_back(d);
