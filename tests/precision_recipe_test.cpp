@@ -7,6 +7,7 @@
 #include "sim/base/error.hpp"
 #include "sim/compute/compute_model.hpp"
 #include "tests/program_helpers.hpp"
+#include "workloads/layer_ops.hpp"
 #include "workloads/memory_fit.hpp"
 #include "workloads/program.hpp"
 
@@ -102,4 +103,28 @@ TEST_CASE("a recipe keeps quantized weight copies, and block scaling needs hardw
                     Catch::Contains("nvfp4"));
   CHECK_NOTHROW(ComputeModel(find_gpu("H100"), Precision::fp8, Attention::flash, Recipe::fp8_current));
   CHECK_NOTHROW(ComputeModel(find_gpu("H800"), Precision::fp8, Attention::flash, Recipe::fp8_blockwise));  // Hopper
+}
+
+TEST_CASE("an FP8 recipe keeps the linear layers' inputs for the backward pass in FP8", "[precision][memory]") {
+  const ModelShape& m = find_model("llama3-8b");
+  ParallelPlan bf16 = plan_of(1, 1, 1, 1, 1, Recompute::none);
+  bf16.attention = Attention::flash;
+  const auto saved = [&](Recipe r) {
+    ParallelPlan p = bf16;
+    p.recipe = r;
+    std::map<OpKind, double> out;
+    for (const OpSpec& op : LayerOps(m, p).layer_forward(0)) out[op.kind] += op.saved;
+    return out;
+  };
+  const auto none = saved(Recipe::none);
+  for (Recipe r : {Recipe::fp8_delayed, Recipe::fp8_current, Recipe::fp8_blockwise, Recipe::mxfp8}) {
+    const auto fp8 = saved(r);
+    INFO(recipe_spec(r).name);
+    for (OpKind k : {OpKind::qkv_proj, OpKind::out_proj, OpKind::fc1, OpKind::fc2}) CHECK(fp8.at(k) == Approx(none.at(k) / 2));
+    // Attention and the elementwise kernels keep what they kept.
+    CHECK(fp8.at(OpKind::flash_attention) == Approx(none.at(OpKind::flash_attention)));
+    CHECK(fp8.at(OpKind::activation) == Approx(none.at(OpKind::activation)));
+  }
+  // FP4 recipes keep BF16 inputs here.
+  CHECK(saved(Recipe::nvfp4).at(OpKind::fc1) == Approx(none.at(OpKind::fc1)));
 }

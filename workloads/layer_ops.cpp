@@ -181,6 +181,13 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
   keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
        mask * Ts * h);
 
+  // An FP8 recipe keeps a linear layer's input for its backward pass as the FP8 tensor it cast
+  // (1 byte an element; Transformer Engine's te.Linear saves the quantized input for the
+  // weight-gradient GEMM; DeepSeek-V3 Sec. 3.3.3 caches the Linear inputs in FP8). Scales and
+  // FP4 recipes' halved bytes are left out.
+  if (plan_.recipe != Recipe::none && !recipe_spec(plan_.recipe).fp4)
+    for (OpSpec& op : ops)
+      if (linear_layer_gemm(op.kind)) op.saved /= e(), op.input_saved /= e();
   if (recompute == Recompute::selective)
     for (OpSpec& op : ops)
       if (op.input_from != RecomputeModule::none && plan_.recomputes(op.input_from)) op.saved -= op.input_saved;

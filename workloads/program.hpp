@@ -53,6 +53,20 @@ enum class OpKind : std::int16_t {
 };
 constexpr int kNumOpKinds = static_cast<int>(OpKind::mirror_all_reduce) + 1;
 
+// The linear layers' GEMMs (QKV, output projection, MLP, MLA projections, routed and shared
+// experts): what a low-precision recipe runs in FP8 or FP4; attention, the router and the LM head
+// stay in BF16 (Transformer Engine's te.Linear / LayerNormLinear / LayerNormMLP scope).
+constexpr bool linear_layer_gemm(OpKind kind) {
+  switch (kind) {
+    case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
+    case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
+    case OpKind::expert_fc1: case OpKind::expert_fc2: case OpKind::shared_fc1: case OpKind::shared_fc2:
+      return true;
+    default:
+      return false;
+  }
+}
+
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {
   MemCategory category = MemCategory::activations;

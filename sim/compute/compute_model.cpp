@@ -114,15 +114,7 @@ double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bo
 }
 
 bool ComputeModel::low_precision_gemm(OpKind kind) const {
-  if (recipe_.recipe == Recipe::none) return false;
-  switch (kind) {
-    case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
-    case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
-    case OpKind::expert_fc1: case OpKind::expert_fc2: case OpKind::shared_fc1: case OpKind::shared_fc2:
-      return true;
-    default:
-      return false;
-  }
+  return recipe_.recipe != Recipe::none && linear_layer_gemm(kind);
 }
 
 double ComputeModel::quantize_seconds(const StageProgram& p, int op) const {
