@@ -17,11 +17,22 @@ namespace {
 
 constexpr std::pair<WeightFormat, std::string_view> kFormats[] = {
     {WeightFormat::fp32, "fp32"}, {WeightFormat::fp16, "fp16"}, {WeightFormat::bf16, "bf16"},
-    {WeightFormat::fp8, "fp8"},   {WeightFormat::int8, "int8"}, {WeightFormat::int4, "int4"}};
+    {WeightFormat::fp8, "fp8"},   {WeightFormat::int8, "int8"}, {WeightFormat::int4, "int4"},
+    {WeightFormat::q4_0, "q4_0"}, {WeightFormat::q4_k_m, "q4_k_m"}};
 
 constexpr double kKvBytes = 2;          // fp16/bf16 KV cache and activations
 constexpr double kGroup = 128;          // int8/int4 group size (one fp16 scale each)
 constexpr double kFp8Block = 128 * 128; // fp8 block (one fp32 scale each)
+// llama.cpp's GGUF blocks (ggml/src/ggml-common.h): block_q4_0 is an fp16 scale and 32 4-bit
+// weights, 18 bytes per 32 (4.5 bits); block_q4_K 2 fp16 + 12 bytes of 6-bit sub-block scales +
+// 128 bytes of 4-bit weights per 256 (4.5 bits); block_q6_K 210 bytes per 256 (6.5625 bits).
+constexpr double kQ4_0Bytes = 18.0 / 32, kQ4_KBytes = 144.0 / 256, kQ6_KBytes = 210.0 / 256;
+// Q4_K_M (llama.cpp's llama_tensor_get_type): Q4_K everywhere but attn_v and ffn_down in Q6_K on
+// the layers use_more_bits picks (the first and last eighth and every third between: half of 32 or
+// 80 layers). attn_v and ffn_down are 28-30 % of a Llama 2/3 layer's weights, so 14.5 % of the
+// linear weights are Q6_K: 4.8 bits on average (4.79-4.82 for Llama 3 70B ... Llama 2 7B; Llama 3
+// 8B's file, 4.58 GiB, is what this and a Q6_K head and Q4_K embedding add up to).
+constexpr double kQ4_K_MBytes = kQ4_KBytes + 0.145 * (kQ6_KBytes - kQ4_KBytes);
 
 double weight_bytes(const ModelShape& m, WeightFormat f) {
   const double others = m.total_params() - m.transformer_params();
@@ -171,7 +182,8 @@ StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
 WeightFormat parse_weight_format(std::string_view text, std::string_view key) {
   for (const auto& [f, name] : kFormats)
     if (name == text) return f;
-  throw InputError(fmt::format("{} = '{}': unknown precision; valid values: fp32, fp16, bf16, fp8, int8, int4", key, text));
+  throw InputError(fmt::format("{} = '{}': unknown precision; valid values: fp32, fp16, bf16, fp8, int8, int4, q4_0, q4_k_m "
+                               "(llama.cpp's GGUF quantizations)", key, text));
 }
 
 std::string_view weight_format_name(WeightFormat f) {
@@ -188,12 +200,19 @@ double weight_format_bytes(WeightFormat f) {
     case WeightFormat::fp8: return 1 + 4 / kFp8Block;
     case WeightFormat::int8: return 1 + 2 / kGroup;
     case WeightFormat::int4: return 0.5 + 2 / kGroup;
+    case WeightFormat::q4_0: return kQ4_0Bytes;
+    case WeightFormat::q4_k_m: return kQ4_K_MBytes;
   }
   return 2;
 }
 
-// Embeddings, LM head and norms stay at 16 bit in quantized checkpoints (GPTQ/AWQ, DeepSeek fp8).
-double embedding_weight_bytes(WeightFormat f) { return f == WeightFormat::fp32 ? 4 : 2; }
+// Embeddings, LM head and norms stay at 16 bit in quantized checkpoints (GPTQ/AWQ, DeepSeek fp8);
+// llama.cpp quantizes output.weight to Q6_K in its q4_0 and q4_k_m files (llama_tensor_get_type),
+// counted here for the embedding too (its token_embd is Q4_K: an overcount of the memory alone).
+double embedding_weight_bytes(WeightFormat f) {
+  if (f == WeightFormat::q4_0 || f == WeightFormat::q4_k_m) return kQ6_KBytes;
+  return f == WeightFormat::fp32 ? 4 : 2;
+}
 
 double MemoryNeed::total() const {
   double sum = 0;

@@ -18,14 +18,16 @@
 namespace dtsim {
 
 // fp8: 1 byte + one fp32 scale per 128 x 128 block (DeepSeek-V3's fp8 checkpoint); int8 and int4:
-// one fp16 scale per group of 128 weights (GPTQ/AWQ-style group-wise, symmetric).
-enum class WeightFormat { fp32, fp16, bf16, fp8, int8, int4 };
+// one fp16 scale per group of 128 weights (GPTQ/AWQ-style group-wise, symmetric). q4_0 and q4_k_m
+// are llama.cpp's GGUF files of those names (ggml's block layouts, in memory_fit.cpp): 4.5 and
+// about 4.8 bits per linear-layer weight, the LM head in Q6_K.
+enum class WeightFormat { fp32, fp16, bf16, fp8, int8, int4, q4_0, q4_k_m };
 WeightFormat parse_weight_format(std::string_view text, std::string_view key);
 std::string_view weight_format_name(WeightFormat f);
 // Bytes per weight of the transformer's linear layers, scales included.
 double weight_format_bytes(WeightFormat f);
 // Bytes per weight of the embeddings, the LM head and the norms, which quantized checkpoints keep
-// at 16 bit (32 in an fp32 model).
+// at 16 bit (32 in an fp32 model; Q6_K in llama.cpp's q4_0 and q4_k_m files).
 double embedding_weight_bytes(WeightFormat f);
 
 // Runtime overhead per GPU: CUDA context, kernels, cuBLAS/NCCL workspaces. 1 GiB, the low end of

@@ -30,6 +30,7 @@
 #include "sim/scenario/serve_format.hpp"
 #include "sim/scenario/summary_format.hpp"
 #include "sim/commands/sweep_command.hpp"
+#include "sim/validation/inference_validate.hpp"
 #include "sim/validation/validate.hpp"
 #include "topologies/dot_io.hpp"
 
@@ -263,8 +264,8 @@ int collective_command(int argc, char** argv) {
 
 int validate_command(int argc, char** argv) {
   po::options_description own("dtsim validate options");
-  own.add_options()("help,h", "print this help")("file", po::value<std::string>(), "runs CSV")(
-      "source", po::value<std::string>()->default_value(""), "only rows of these source_id values (comma-separated)")(
+  own.add_options()("help,h", "print this help")("file", po::value<std::string>(), "runs CSV (training) or inference CSV")(
+      "source", po::value<std::string>()->default_value(""), "only rows of these source_id (inference CSV: source) values (comma-separated)")(
       "json", "print JSON");
   po::positional_options_description positional;
   positional.add("file", 1);
@@ -278,12 +279,17 @@ int validate_command(int argc, char** argv) {
     std::cout << kUsage << "\n" << own << "\n";
     return 0;
   }
-  if (!vm.count("file")) throw InputError("dtsim validate: give the runs CSV file, e.g. shared/validation/runs.csv");
+  if (!vm.count("file")) throw InputError("dtsim validate: give the runs CSV file, e.g. shared/validation/runs.csv "
+                     "(or an inference CSV, e.g. tests/validation/inference_runs.csv)");
   std::vector<std::string> sources;
   std::stringstream list(vm["source"].as<std::string>());
   for (std::string id; std::getline(list, id, ',');)
     if (!id.empty()) sources.push_back(id);
-  std::cout << validation_report(validate_runs(vm["file"].as<std::string>(), sources), vm.count("json") > 0);
+  const std::string file = vm["file"].as<std::string>();
+  const bool json = vm.count("json") > 0;
+  // An inference CSV (tests/validation/inference_runs.csv's columns) is compared through dtsim serve.
+  if (is_inference_csv(file)) std::cout << inference_validation_report(validate_inference_runs(file, sources), json);
+  else std::cout << validation_report(validate_runs(file, sources), json);
   return 0;
 }
 

@@ -150,7 +150,7 @@ constexpr Key kKeys[] = {
     {"output.detail", "", "the same as output.trace_detail (which it overrides when given)"},
     {"inference.weights", "bf16",
      "dtsim serve: weight format of the linear layers, fp32 | fp16 | bf16 | fp8 (one fp32 scale per 128 x 128 block) | "
-     "int8 | int4 (one fp16 scale per 128 weights), counted as dtsim fit counts them"},
+     "int8 | int4 (one fp16 scale per 128 weights) | q4_0 | q4_k_m (llama.cpp's GGUF), counted as dtsim fit counts them"},
     {"inference.kv_cache", "bf16", "dtsim serve: KV-cache precision, bf16 | fp16 | fp8"},
     {"inference.batch", "1", "dtsim serve: sequences decoded together"},
     {"inference.prompt_tokens", "1024", "dtsim serve: prompt tokens per sequence (prefill)"},
