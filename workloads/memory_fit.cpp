@@ -182,8 +182,14 @@ StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
 WeightFormat parse_weight_format(std::string_view text, std::string_view key) {
   for (const auto& [f, name] : kFormats)
     if (name == text) return f;
-  throw InputError(fmt::format("{} = '{}': unknown precision; valid values: fp32, fp16, bf16, fp8, int8, int4, q4_0, q4_k_m "
-                               "(llama.cpp's GGUF quantizations)", key, text));
+  throw InputError(fmt::format("{} = '{}': unknown precision; valid values: {} (q4_0, q4_k_m: llama.cpp's GGUF "
+                               "quantizations)", key, text, weight_format_names(", ")));
+}
+
+std::string weight_format_names(std::string_view separator) {
+  std::string out;
+  for (const auto& [f, name] : kFormats) out += (out.empty() ? "" : std::string(separator)) + std::string(name);
+  return out;
 }
 
 std::string_view weight_format_name(WeightFormat f) {

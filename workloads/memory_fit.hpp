@@ -24,6 +24,8 @@ namespace dtsim {
 enum class WeightFormat { fp32, fp16, bf16, fp8, int8, int4, q4_0, q4_k_m };
 WeightFormat parse_weight_format(std::string_view text, std::string_view key);
 std::string_view weight_format_name(WeightFormat f);
+// Every format's name, in order, joined by `separator` (for errors and --help).
+std::string weight_format_names(std::string_view separator);
 // Bytes per weight of the transformer's linear layers, scales included.
 double weight_format_bytes(WeightFormat f);
 // Bytes per weight of the embeddings, the LM head and the norms, which quantized checkpoints keep

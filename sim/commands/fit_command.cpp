@@ -158,7 +158,7 @@ void print_seed_table(const std::string& path, bool json) {
 int fit_command(int argc, char** argv) {
   po::options_description own("dtsim fit options");
   own.add_options()("help,h", "print this help")("model", po::value<std::string>(), "catalog model (dtsim catalog models)")(
-      "precision", po::value<std::string>()->default_value("bf16"), "weights: fp32 | fp16 | bf16 | fp8 | int8 | int4")(
+      "precision", po::value<std::string>()->default_value("bf16"), ("weights: " + weight_format_names(" | ")).c_str())(
       "context", po::value<int>(), "tokens per sequence (KV cache; training: sequence length); default the model's seq_len")(
       "batch", po::value<int>()->default_value(1), "sequences at once (training: micro-batch)")(
       "mode", po::value<std::string>()->default_value("inference"), "inference | training")(
