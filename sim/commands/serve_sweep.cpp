@@ -4,33 +4,12 @@
 
 #include <fmt/format.h>
 
-#include <boost/program_options/parsers.hpp>
-
 #include "sim/base/error.hpp"
 #include "sim/base/json.hpp"
 #include "sim/scenario/serve.hpp"
-
-namespace po = boost::program_options;
+#include "sim/sweep/runner.hpp"
 
 namespace dtsim {
-namespace {
-
-po::variables_map point_values(const ServeSweep& sweep, const std::vector<std::string>& values) {
-  std::vector<std::string> args;
-  for (std::size_t i = 0; i < values.size(); ++i)
-    args.push_back(fmt::format("--{}={}", sweep.spec.axes[i].key, values[i]));
-  for (const auto& [key, value] : sweep.fixed) args.push_back(fmt::format("--{}={}", key, value));
-  const po::options_description keys = scenario_options();
-  po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(keys).run(), vm);
-  } catch (const po::error& e) {
-    throw InputError(e.what());
-  }
-  return vm;
-}
-
-}  // namespace
 
 std::string run_serve_sweep(const ServeSweep& sweep) {
   std::string table;
@@ -46,7 +25,7 @@ std::string run_serve_sweep(const ServeSweep& sweep) {
       json_values += fmt::format("{}: {}, ", json_string(sweep.spec.axes[i].key), json_string(values[i]));
     }
     try {
-      Scenario sc = load_scenario(sweep.scenario_path, point_values(sweep, values), SweepSection::refuse,
+      Scenario sc = load_scenario(sweep.scenario_path, point_values(sweep.spec, sweep.fixed, values), SweepSection::refuse,
                                   Workload::inference);
       const ServeResult r = run_serve(sc, "", sweep.threads);
       table += fmt::format("{:>10.1f} {:>9.2f} {:>10.1f} {:>12.1f} {:>10.0f} {:>5}\n", r.ttft_s * 1e3,

@@ -31,15 +31,12 @@ Summary invalid_summary() {
   return s;
 }
 
-namespace {
-
-// The point's scenario values: its axis values (none for the base), then the command line's
-// fixed keys (never the same keys).
-po::variables_map point_values(const SweepPlan& plan, const std::vector<std::string>& values) {
+po::variables_map point_values(const SweepSpec& spec, const std::vector<std::pair<std::string, std::string>>& fixed,
+                               const std::vector<std::string>& values) {
   std::vector<std::string> args;
   for (std::size_t i = 0; i < values.size(); ++i)
-    args.push_back(fmt::format("--{}={}", plan.spec.axes[i].key, values[i]));
-  for (const auto& [key, value] : plan.fixed) args.push_back(fmt::format("--{}={}", key, value));
+    args.push_back(fmt::format("--{}={}", spec.axes[i].key, values[i]));
+  for (const auto& [key, value] : fixed) args.push_back(fmt::format("--{}={}", key, value));
   const po::options_description keys = scenario_options();
   po::variables_map vm;
   try {
@@ -50,10 +47,8 @@ po::variables_map point_values(const SweepPlan& plan, const std::vector<std::str
   return vm;
 }
 
-}  // namespace
-
 std::string base_scenario_text(const SweepPlan& plan) {
-  return resolved_scenario_text(plan.scenario_path, point_values(plan, {}));
+  return resolved_scenario_text(plan.scenario_path, point_values(plan.spec, plan.fixed, {}));
 }
 
 PointResult run_point(const SweepPlan& plan, std::int64_t point) {
@@ -61,7 +56,7 @@ PointResult run_point(const SweepPlan& plan, std::int64_t point) {
   r.point = point;
   r.values = plan.spec.values_at(point);
   try {
-    Scenario sc = load_scenario(plan.scenario_path, point_values(plan, r.values), SweepSection::accept);
+    Scenario sc = load_scenario(plan.scenario_path, point_values(plan.spec, plan.fixed, r.values), SweepSection::accept);
     const std::string trace = plan.traces_dir.empty()
                                   ? ""
                                   : (std::filesystem::path(plan.traces_dir) / fmt::format("point-{:06}.h5", point)).string();

@@ -5,6 +5,7 @@
 // InputError text; one that runs out of GPU memory is `oom`, its memory figures kept and its
 // timing (step time, throughput, MFU, time fractions) NaN; neither stops the sweep.
 #pragma once
+#include <boost/program_options/variables_map.hpp>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -40,6 +41,12 @@ struct SweepPlan {
   std::string traces_dir;                                   // "" = no traces; else DIR/point-NNNNNN.h5
   bool fold_tp = false;                                     // run_scenario's fold_tp (same results)
 };
+
+// The scenario values of a point: its axis values (none for the base), then the command line's
+// fixed keys (never the same keys). Throws InputError when the keys refuse a value.
+boost::program_options::variables_map point_values(const SweepSpec& spec,
+                                                   const std::vector<std::pair<std::string, std::string>>& fixed,
+                                                   const std::vector<std::string>& values);
 
 // The resolved base scenario: the file with the fixed keys, the axis keys at their file values.
 // Throws InputError when the file cannot be read or has unknown keys.
