@@ -15,10 +15,10 @@ using namespace dtsim;
 
 namespace {
 
-Scenario load_flagship(const std::vector<std::string>& overrides) {
+Scenario load_flagship(const std::vector<std::string>& overrides, const char* file = "llama3-405b-16k.ini") {
   po::variables_map vm;
   po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
-  return load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/llama3-405b-16k.ini", vm);
+  return load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
 }
 
 }  // namespace
@@ -59,4 +59,18 @@ TEST_CASE("the Llama 3 405B scenario runs as the paper describes", "[scenario][l
   const double fit = training_memory(as_published.model, training_setup(p, as_published.model.seq_len), p.tp, p.pp,
                                      p.dp).total() - kRuntimeOverheadBytes;
   CHECK(fit / kGiB == Approx(zero2.summary.peak_memory_gib).epsilon(0.01));
+}
+
+TEST_CASE("the Llama 3 405B 8,192-GPU scenario is Table 4's first row", "[scenario][llama3]") {
+  const Scenario eight = load_flagship({}, "llama3-405b-8k.ini"), sixteen = load_flagship({});
+  const ParallelPlan& p = eight.plan;
+  CHECK((p.tp == 8 && p.cp == 1 && p.pp == 16 && p.dp == 64));
+  CHECK(p.num_ranks() == 8192);
+  CHECK(p.micro_batches() == 32);  // 32 sequences per DP replica, 16M tokens a step
+  CHECK(p.global_batch * eight.model.seq_len == 2048 * 8192);
+  // Only the DP size and the cluster differ from the 16,384-GPU row.
+  CHECK(eight.model.layers == sixteen.model.layers);
+  CHECK(p.stage_layers == sixteen.plan.stage_layers);
+  CHECK((p.schedule == sixteen.plan.schedule && p.virtual_stages == sixteen.plan.virtual_stages));
+  CHECK(p.zero_stage == sixteen.plan.zero_stage);
 }
