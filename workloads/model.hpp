@@ -60,6 +60,16 @@ struct ModelShape {
   int rope_head_dim = 0;
   int nope_head_dim = 0;
   int v_head_dim = 0;
+  // Sliding-window attention (Mistral 7B, Gemma 2/3, GPT-OSS; Hugging Face config.json's
+  // sliding_window and layer_types): in a sliding layer each query attends to itself and the
+  // sliding_window - 1 keys before it. sliding_window_pattern N >= 2: of every N layers the first
+  // N - 1 slide and the N-th attends in full (Gemma 3's sliding_window_pattern; GPT-OSS's
+  // alternating layer_types, sliding first, is 2); 0: every layer slides. sliding_window = 0: none.
+  int sliding_window = 0;
+  int sliding_window_pattern = 0;
+  // GPT-OSS: the router and every expert's three projections carry biases (2 x expert_ffn_hidden
+  // on the fused gate and up projection, hidden on the down projection).
+  bool expert_bias = false;
   std::string source;           // where the shape comes from (catalog models)
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -69,6 +79,14 @@ struct ModelShape {
   double kv_dim() const { return head_dim_or_default() * kv_heads_or_heads(); }
 
   bool is_moe() const { return experts > 0; }
+  bool is_sliding_layer(int layer) const {
+    return sliding_window > 0 && (sliding_window_pattern == 0 || (layer + 1) % sliding_window_pattern != 0);
+  }
+  // Keys one query of `layer` reaches at most: the window in a sliding layer shorter than the
+  // sequence, else the whole sequence.
+  int attention_span(int layer) const {
+    return is_sliding_layer(layer) && sliding_window < seq_len ? sliding_window : seq_len;
+  }
   bool is_mla() const { return kv_lora_rank > 0; }
   int moe_layers() const { return is_moe() ? (layers - dense_layers) / moe_layer_step : 0; }
   bool is_moe_layer(int layer) const {
@@ -92,6 +110,11 @@ struct ModelShape {
   // latent plus the rotary key (kv_lora_rank + rope_head_dim).
   double kv_cache_elements_per_token_layer() const;
 };
+
+// (query, key) pairs of causal attention over s tokens where each query reaches at most w keys:
+// the sum over positions p = 0 ... s - 1 of min(p + 1, w) = w (w + 1) / 2 + (s - w) w for w < s,
+// s (s + 1) / 2 otherwise.
+double causal_pairs(double s, double w);
 
 FfnKind parse_ffn_kind(std::string_view text, std::string_view key);
 PositionEmbedding parse_position_embedding(std::string_view text, std::string_view key);

@@ -195,6 +195,28 @@ std::vector<ModelShape> make_catalog() {
                      "109B total and 17B active with the vision encoder"));
   c.push_back(llama4("llama4-maverick-17b-128e", 128, 2, "meta-llama/Llama-4-Maverick-17B-128E",
                      "400B total and 17B active with the vision encoder"));
+  // GPT-OSS (OpenAI 2025, gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925; HF
+  // openai/gpt-oss-120b and openai/gpt-oss-20b config.json; the reference gpt_oss/torch/model.py
+  // of github.com/openai/gpt-oss): hidden 2880, 64 query heads of head_dim 64 with 8 KV heads,
+  // biases on the QKV and output projections (attention_bias), every layer MoE with top-4 routing
+  // over num_local_experts SwiGLU experts of intermediate_size 2880 whose router and projections
+  // carry biases (the activation clamped at swiglu_limit 7: same kernel cost), no shared expert,
+  // RMSNorm, rotary positions, untied embeddings, vocab 201088; the even layers attend within a
+  // sliding_window of 128 tokens and the odd ones in full (layer_types sliding_attention,
+  // full_attention, ...). seq_len: initial_context_length 4096 (YaRN extends it to 131072). The
+  // learned attention sinks (one logit per head and layer, 2,304 parameters in all) are left out.
+  const auto gpt_oss = [](const char* name, int layers, int experts, const char* repo, const char* totals) {
+    ModelShape m = llama(name, layers, 2880, 64, 8, 2880, 201088, 4096,
+                         fmt::format("OpenAI 2025 (gpt-oss model card); HF {} config.json: {}", repo, totals));
+    m.head_dim = 64;
+    m.bias = true;
+    m.expert_bias = true;
+    m.sliding_window = 128;
+    m.sliding_window_pattern = 2;
+    return moe(std::move(m), experts, 4, 0, 2880);
+  };
+  c.push_back(gpt_oss("gpt-oss-120b", 36, 128, "openai/gpt-oss-120b", "116.8B total, 5.1B active"));
+  c.push_back(gpt_oss("gpt-oss-20b", 24, 32, "openai/gpt-oss-20b", "20.9B total, 3.6B active"));
   // DeepSeek-R1-Distill (HF deepseek-ai/DeepSeek-R1-Distill-* config.json; bases Qwen2.5-Math-1.5B,
   // Qwen2.5-Math-7B, Qwen2.5-14B, Qwen2.5-32B, Llama-3.1-8B, Llama-3.3-70B-Instruct).
   c.push_back(qwen("deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 8960, 151936,

@@ -64,6 +64,11 @@ constexpr Key kKeys[] = {
      "MoE: expert groups for node-limited routing (DeepSeek-V3's n_group, Megatron-Core's --moe-router-num-groups); divides experts; default 1"},
     {"model.moe_topk_groups", "",
      "MoE: groups each token picks its experts within (DeepSeek-V3's topk_group, Megatron-Core's --moe-router-group-topk), 1 ... moe_groups; default 1"},
+    {"model.sliding_window", "",
+     "sliding-window attention: keys each query of a sliding layer reaches (HF config's sliding_window); 0 = none"},
+    {"model.sliding_window_pattern", "",
+     "which layers slide: N >= 2, of every N layers the first N - 1 (Gemma 3's sliding_window_pattern; GPT-OSS: 2); "
+     "0 = every layer"},
     {"training.framework", "megatron-core",
      "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
@@ -197,6 +202,17 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.moe_layer_step")) m.moe_layer_step = v.integer("model.moe_layer_step", 1);
   if (v.given("model.moe_groups")) m.moe_groups = v.integer("model.moe_groups", 1, limits::kMaxHidden);
   if (v.given("model.moe_topk_groups")) m.moe_topk_groups = v.integer("model.moe_topk_groups", 1, limits::kMaxHidden);
+  if (v.given("model.sliding_window")) m.sliding_window = v.integer("model.sliding_window", 0);
+  if (v.given("model.sliding_window_pattern")) {
+    m.sliding_window_pattern = v.integer("model.sliding_window_pattern", 0);
+    if (m.sliding_window_pattern == 1)
+      throw InputError(fmt::format("{}: model.sliding_window_pattern = 1 would leave no sliding layer: valid values "
+                                   "are 0 (every layer slides) or N >= 2 (the first N - 1 of every N layers); for "
+                                   "no sliding window set model.sliding_window = 0", v.source()));
+    if (m.sliding_window == 0)
+      throw InputError(fmt::format("{}: model.sliding_window_pattern = {} needs model.sliding_window >= 1 (the "
+                                   "window, tokens)", v.source(), m.sliding_window_pattern));
+  }
   if (m.is_moe()) {
     if (m.active_experts < 1 || m.active_experts > m.experts)
       throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",
