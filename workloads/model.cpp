@@ -60,6 +60,12 @@ double ModelShape::transformer_params() const {
   return (layers - moe_layers()) * params_per_layer() + moe_layers() * moe_layer_params();
 }
 
+double ModelShape::mtp_module_params() const {
+  const double h = hidden;
+  const double block = is_moe_layer(layers - 1) ? moe_layer_params() : params_per_layer();
+  return 3 * kNormParams * h + 2 * h * h + block;  // two input norms and the final norm; the 2h x h projection
+}
+
 double causal_pairs(double s, double w) { return w < s ? w * (w + 1) / 2 + (s - w) * w : s * (s + 1) / 2; }
 
 double ModelShape::kv_cache_elements_per_token_layer() const {

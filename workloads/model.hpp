@@ -70,6 +70,12 @@ struct ModelShape {
   // GPT-OSS: the router and every expert's three projections carry biases (2 x expert_ffn_hidden
   // on the fused gate and up projection, hidden on the down projection).
   bool expert_bias = false;
+  // Multi-token prediction (DeepSeek-V3 report Sec. 2.2; config.json num_nextn_predict_layers):
+  // mtp_layers modules after the main model, module k predicting token i + k + 1 from the hidden
+  // state before it and the embedding of token i + k: RMSNorms of both, a projection of their
+  // concatenation (2 hidden -> hidden), one transformer block shaped as the model's last layer, and
+  // the output head shared with the main model behind a final norm of its own.
+  int mtp_layers = 0;
   std::string source;           // where the shape comes from (catalog models)
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -102,6 +108,10 @@ struct ModelShape {
   double embedding_params() const;   // token (+ position) embeddings
   double head_params() const;        // untied LM head (0 when tied)
   double final_norm_params() const;  // final norm (+ embedding norm)
+  // One multi-token-prediction module: its two input norms, the projection, its block (the last
+  // layer's shape) and its final norm; the embedding and the output head are the main model's.
+  double mtp_module_params() const;
+  // The main model, as published totals count it (DeepSeek-V3's 671B leaves the MTP module out).
   double total_params() const;
   // Parameters one token uses: all but the routed experts it skips and the embedding rows of
   // other tokens (an embedding is a lookup of one row).

@@ -150,13 +150,18 @@ std::vector<ModelShape> make_catalog() {
   r1.v_head_dim = 128;
   c.push_back(r1);
   // DeepSeek-V3 (DeepSeek-AI 2024, the DeepSeek-V3 technical report; HF deepseek-ai/DeepSeek-V3
-  // config.json): the architecture of deepseek-r1 above. Its multi-token-prediction module (one
-  // more transformer block with a projection, num_nextn_predict_layers = 1, 14B: the checkpoint's
-  // 685B) predicts a second token during training; it is not modelled.
+  // config.json): the architecture of deepseek-r1 above, trained with one multi-token-prediction
+  // module (report Sec. 2.2, D = 1; num_nextn_predict_layers = 1): an MoE block like layer 60 with
+  // its norms and projection, 11.6B of its own; the checkpoint's 685B add 14B for it, counting the
+  // copies of the embedding and the output head it shares (report Sec. 2.2, and the HF model card).
+  // deepseek-r1 keeps none: the R1 report trains it with reinforcement learning and does not say
+  // the module takes part (its config's layer 61 serves speculative decoding); model.mtp_layers = 1
+  // adds it.
   ModelShape v3 = r1;
   v3.name = "deepseek-v3";
-  v3.source = "DeepSeek-AI 2024 (DeepSeek-V3 report); HF deepseek-ai/DeepSeek-V3 config.json: 671B total, 37B active "
-              "(MTP module of 14B not modelled)";
+  v3.mtp_layers = 1;
+  v3.source = "DeepSeek-AI 2024 (DeepSeek-V3 report); HF deepseek-ai/DeepSeek-V3 config.json: 671B total, 37B active, "
+              "plus the 14B MTP module";
   c.push_back(v3);
   c.push_back(qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 6144, 768,
                         "Yang et al. 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B config.json: 30.5B total, 3.3B active"));

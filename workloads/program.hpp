@@ -49,9 +49,11 @@ enum class OpKind : std::int16_t {
   // again for the backward pass), their gradients reduced back to their owners.
   cp_kv_all_gather, cp_dkv_reduce_scatter,
   // DualPipe: the gradients of the two stages a rank shares with its mirror rank, summed.
-  mirror_all_reduce
+  mirror_all_reduce,
+  // Multi-token prediction: the projection of a module's concatenated norms (mtp_ops).
+  mtp_proj
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::mirror_all_reduce) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::mtp_proj) + 1;
 
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {

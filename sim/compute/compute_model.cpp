@@ -119,6 +119,7 @@ bool ComputeModel::low_precision_gemm(OpKind kind) const {
     case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
     case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
     case OpKind::expert_fc1: case OpKind::expert_fc2: case OpKind::shared_fc1: case OpKind::shared_fc2:
+    case OpKind::mtp_proj:
       return true;
     default:
       return false;

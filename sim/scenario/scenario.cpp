@@ -69,6 +69,8 @@ constexpr Key kKeys[] = {
     {"model.sliding_window_pattern", "",
      "which layers slide: N >= 2, of every N layers the first N - 1 (Gemma 3's sliding_window_pattern; GPT-OSS: 2); "
      "0 = every layer"},
+    {"model.mtp_layers", "",
+     "multi-token-prediction modules after the main model (DeepSeek-V3's num_nextn_predict_layers: 1); 0 = none"},
     {"training.framework", "megatron-core",
      "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
@@ -213,6 +215,7 @@ ModelShape read_model(const Values& v) {
       throw InputError(fmt::format("{}: model.sliding_window_pattern = {} needs model.sliding_window >= 1 (the "
                                    "window, tokens)", v.source(), m.sliding_window_pattern));
   }
+  if (v.given("model.mtp_layers")) m.mtp_layers = v.integer("model.mtp_layers", 0, m.layers);
   if (m.is_moe()) {
     if (m.active_experts < 1 || m.active_experts > m.experts)
       throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",
