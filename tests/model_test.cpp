@@ -61,12 +61,13 @@ TEST_CASE("the mixture-of-experts catalog matches the published totals", "[model
   };
   // Model cards and papers: Qwen3-30B-A3B 30.5B, Qwen3-235B-A22B 235B (Qwen's HF model cards);
   // Mixtral 8x7B 46.7B (Mistral's announcement), 8x22B 141B (Mistral's announcement); DeepSeek-V3
-  // 671B without its MTP module (the report). Llama 4's 109B and 400B (Meta's announcement) count
+  // 671B without its MTP module (the report); GPT-OSS 116.8B and 20.9B (its model card). Llama 4's 109B and 400B (Meta's announcement) count
   // the vision encoder, which the text model leaves out: Scout's text model is 1.1 % smaller.
   const Row rows[] = {{"qwen3-30b-a3b", 30.5e9, 0.01},      {"qwen3-235b-a22b", 235e9, 0.01},
                       {"mixtral-8x7b", 46.7e9, 0.01},        {"mixtral-8x22b", 141e9, 0.01},
                       {"llama4-scout-17b-16e", 109e9, 0.015}, {"llama4-maverick-17b-128e", 400e9, 0.01},
-                      {"deepseek-v3", 671e9, 0.01}};
+                      {"deepseek-v3", 671e9, 0.01},          {"gpt-oss-120b", 116.8e9, 0.01},
+                      {"gpt-oss-20b", 20.9e9, 0.01}};
   for (const Row& r : rows) {
     INFO(r.name << ": " << find_model(r.name).total_params() / 1e9 << " B");
     CHECK(find_model(r.name).total_params() == Approx(r.published).epsilon(r.tolerance));

@@ -29,7 +29,8 @@ class PassBuilder {
     for (const OpSpec& op : ops_.embedding_forward()) out.emplace_back(op, -1);
     for (int l = 0; l < model_.layers; ++l)
       for (OpSpec op : ops_.layer_forward(l)) {
-        if (op.kind == OpKind::flash_attention && context > 0) op = decode_attention(context);
+        if (op.kind == OpKind::flash_attention && context > 0)  // a sliding layer reads its window's keys
+          op = decode_attention(model_.is_sliding_layer(l) ? std::min(context, model_.sliding_window) : context);
         out.emplace_back(op, l);
       }
     for (const OpSpec& op : head()) out.emplace_back(op, -1);

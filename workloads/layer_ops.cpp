@@ -74,7 +74,8 @@ void LayerOps::leave_tp_region(std::vector<OpSpec>& ops) const {
 
 double LayerOps::checkpoint_bytes() const { return e() * sharded_tokens() * model_.hidden; }
 
-std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const {
+std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) const {
+  const int layer = std::min(layer_index, model_.layers - 1);  // an MTP module's block: the last layer's shape
   const Recompute recompute = materialized ? Recompute::none : plan_.recompute;
   const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, s = model_.seq_len, b = plan_.micro_batch;
   // Per-head query/key and value dimensions (MLA: nope + rope and v_head_dim; keys per query head).
@@ -127,6 +128,12 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer, bool materialized) const 
     // all keys and values, and keeps only its own with the log-sum-exp of its queries.
     OpSpec fa = gemm(OpKind::flash_attention, s / plan_.cp, s, d_qk, b * heads);
     fa.flops = 2 * b * heads * (s / plan_.cp) * s * (d_qk + d_v);
+    // Its FLOPs count the s x s rectangle, of which the compute model runs the causal half. In a
+    // sliding layer the kernel skips the key blocks outside the window: the rectangle's stand-in is
+    // twice the window's causal pairs, so that half is exactly them (context parallelism refuses
+    // windows, validate_plan). Every key is still read once.
+    const double span = model_.attention_span(layer);
+    if (span < s) fa.flops = 2 * b * heads * 2 * causal_pairs(s, span) * (d_qk + d_v);
     fa.bytes = e() * (T * (q_n + o_n) + b * s * (k_n + v_n));
     fa.backward_bytes = 2.5 * fa.bytes;
     fa.saved = e() * T * (q_n + k_n + v_n) + 4 * b * heads * (s / plan_.cp);  // Q, K, V and the log-sum-exp

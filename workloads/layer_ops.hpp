@@ -18,13 +18,18 @@ class LayerOps {
  public:
   LayerOps(const ModelShape& model, const ParallelPlan& plan) : model_(model), plan_(plan) {}
 
-  // Transformer layer `layer` (global index: dense or MoE as ModelShape::is_moe_layer says); with
+  // Transformer layer `layer` (global index: dense or MoE as ModelShape::is_moe_layer says; from
+  // model.layers on, the block of multi-token-prediction module layer - model.layers); with
   // selective recomputation the attention core keeps nothing of its own, with full recomputation
   // only the layer input is kept. materialized: what the layer keeps when it is (re)computed for
   // its backward pass, as without recomputation.
   std::vector<OpSpec> layer_forward(int layer, bool materialized = false) const;
   std::vector<OpSpec> embedding_forward() const;
   std::vector<OpSpec> head_forward() const;
+  // A multi-token-prediction module's input (mtp_ops.cpp): embedding of the next tokens, the two
+  // norms and the projection of their concatenation, with what they keep. The module's block is
+  // layer_forward(model.layers + k), shaped as the last layer; its head is head_forward().
+  std::vector<OpSpec> mtp_input() const;
   // The ops that selective recomputation reruns before the backward pass of the layer, from the
   // materialized layer (with what they keep).
   std::vector<OpSpec> attention_core(const std::vector<OpSpec>& layer) const;

@@ -13,6 +13,7 @@ struct LayerParams {
   double experts = 0;     // this EP rank's routed experts
 };
 
+// From model.layers on: multi-token-prediction module layer - model.layers.
 LayerParams layer_params(const ModelShape& model, const ParallelPlan& plan, int layer);
 // Summed over the stage's layers [first, first + count).
 LayerParams layers_params(const ModelShape& model, const ParallelPlan& plan, int first, int count);

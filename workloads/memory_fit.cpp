@@ -58,30 +58,45 @@ std::vector<int> spread(int total, int pp) {
 // What one model chunk of a stage keeps per micro-batch (layer_ops' saved bytes per kernel) and
 // what its backward pass adds on top: the layer being recomputed (full: the whole layer as
 // without recomputation; selective: the other modules' reruns and, with unfused attention, the attention core).
+// A multi-token-prediction module's kept bytes: its head, block and input (freed in that order by
+// its backward pass), and its block's recomputation.
+struct MtpMemory {
+  double head = 0, block = 0, input = 0, recomputed = 0;
+};
 struct ChunkMemory {
   std::vector<double> layer, recomputed;  // per layer of the chunk, in forward order
   double embedding = 0, head = 0;         // first chunk of the first stage, last of the last
+  std::vector<MtpMemory> mtp;             // after the head, where the chunk holds it
   double gathered = 0;                    // ZeRO-3: layers' parameters gathered at once
   double total() const {
     double sum = embedding + head;
     for (double l : layer) sum += l;
+    for (const MtpMemory& k : mtp) sum += k.head + k.block + k.input;
     return sum;
   }
 };
+// What the backward pass of layer `l` adds while it rematerializes the layer.
+double recomputed_bytes(const ParallelPlan& p, const LayerOps& ops, int l) {
+  const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
+  if (p.recompute == Recompute::full) return kept(materialized);
+  if (p.recompute == Recompute::selective)
+    return kept(ops.module_reruns(materialized)) +
+           (p.attention == Attention::standard ? kept(ops.attention_core(materialized)) : 0);
+  return 0;
+}
 ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const LayerOps& ops, int stage, int chunk) {
   ChunkMemory c;
   const int begin = p.chunk_first_layer(stage, chunk), count = p.chunk_layers(stage, chunk);
   for (int l = begin; l < begin + count; ++l) {
     c.layer.push_back(kept(ops.layer_forward(l)));
-    const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
-    if (p.recompute == Recompute::full) c.recomputed.push_back(kept(materialized));
-    else if (p.recompute == Recompute::selective)
-      c.recomputed.push_back(kept(ops.module_reruns(materialized)) +
-                             (p.attention == Attention::standard ? kept(ops.attention_core(materialized)) : 0));
-    else c.recomputed.push_back(0);
+    c.recomputed.push_back(recomputed_bytes(p, ops, l));
   }
   if (p.holds_embedding(stage, chunk)) c.embedding = kept(ops.embedding_forward());
-  if (p.holds_head(stage, chunk)) c.head = kept(ops.head_forward());
+  if (p.holds_head(stage, chunk)) {
+    c.head = kept(ops.head_forward());
+    for (int l = m.layers; l < m.layers + m.mtp_layers; ++l)
+      c.mtp.push_back({c.head, kept(ops.layer_forward(l)), kept(ops.mtp_input()), recomputed_bytes(p, ops, l)});
+  }
   // FSDP gathers a layer and prefetches the next: two at once (StageBuilder::gather_layer).
   if (p.zero_stage >= 3 && p.grad_ranks() > 1) c.gathered = std::min(2, count) * p.weight_bytes * m.params_per_layer() / p.tp;
   return c;
@@ -111,7 +126,13 @@ ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int s
       consider(held, c.gathered);
       continue;
     }
-    double running = held - c.head;
+    double running = held;
+    for (std::size_t k = c.mtp.size(); k-- > 0;) {
+      running -= c.mtp[k].head;
+      consider(running + c.mtp[k].recomputed, c.gathered);
+      running -= c.mtp[k].block + c.mtp[k].input;
+    }
+    running -= c.head;
     for (std::size_t i = c.layer.size(); i-- > 0;) {
       consider(running + c.recomputed[i], c.gathered);
       running -= c.layer[i];
@@ -157,9 +178,13 @@ LayerParams stage_params(const ModelShape& m, const ParallelPlan& p, int stage) 
     sum.replicated += layers.replicated;
     sum.experts += layers.experts;
     if (s == 0) sum.replicated += m.embedding_params();
-    if (s == p.pp - 1)
+    if (s == p.pp - 1) {
       sum.replicated += m.head_params() + m.final_norm_params() +
                         (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
+      const LayerParams mtp = layers_params(m, p, m.layers, m.mtp_layers);  // beside the head
+      sum.replicated += mtp.replicated;
+      sum.experts += mtp.experts;
+    }
   }
   return sum;
 }
@@ -173,7 +198,10 @@ StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
   };
   // A recipe's quantized copies of the layers' weights (embedding and head stay in BF16).
   double layer_weights = 0;
-  for (int s : held_stages(p, stage)) layer_weights += layers_params(m, p, p.first_layer(s), p.stage_layers[s]).replicated;
+  for (int s : held_stages(p, stage)) {
+    layer_weights += layers_params(m, p, p.first_layer(s), p.stage_layers[s]).replicated;
+    if (s == p.pp - 1) layer_weights += layers_params(m, p, m.layers, m.mtp_layers).replicated;
+  }
   const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layer_weights / p.tp + experts);
   return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts) + quantized, share(gradient_bytes_per_param(p), 2),
           share(12, 1)};

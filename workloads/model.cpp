@@ -29,7 +29,14 @@ double ModelShape::attention_params() const {
   return qkv + out;
 }
 
-double ModelShape::expert_params() const { return 3.0 * hidden * expert_ffn_hidden; }
+double ModelShape::expert_params() const {
+  return 3.0 * hidden * expert_ffn_hidden + (expert_bias ? 2.0 * expert_ffn_hidden + hidden : 0);
+}
+
+namespace {
+// The router: hidden x experts, with a bias per expert where the experts carry biases.
+double router_params(const ModelShape& m) { return (static_cast<double>(m.hidden) + (m.expert_bias ? 1 : 0)) * m.experts; }
+}  // namespace
 
 double ModelShape::params_per_layer() const {
   const double h = hidden, f = ffn_or_default();
@@ -40,18 +47,26 @@ double ModelShape::params_per_layer() const {
 }
 
 double ModelShape::moe_layer_params() const {
-  return attention_params() + static_cast<double>(hidden) * experts + (experts + shared_experts) * expert_params() +
+  return attention_params() + router_params(*this) + (experts + shared_experts) * expert_params() +
          2 * kNormParams * hidden;
 }
 
 double ModelShape::moe_layer_active_params() const {
-  return attention_params() + static_cast<double>(hidden) * experts +
-         (active_experts + shared_experts) * expert_params() + 2 * kNormParams * hidden;
+  return attention_params() + router_params(*this) + (active_experts + shared_experts) * expert_params() +
+         2 * kNormParams * hidden;
 }
 
 double ModelShape::transformer_params() const {
   return (layers - moe_layers()) * params_per_layer() + moe_layers() * moe_layer_params();
 }
+
+double ModelShape::mtp_module_params() const {
+  const double h = hidden;
+  const double block = is_moe_layer(layers - 1) ? moe_layer_params() : params_per_layer();
+  return 3 * kNormParams * h + 2 * h * h + block;  // two input norms and the final norm; the 2h x h projection
+}
+
+double causal_pairs(double s, double w) { return w < s ? w * (w + 1) / 2 + (s - w) * w : s * (s + 1) / 2; }
 
 double ModelShape::kv_cache_elements_per_token_layer() const {
   return is_mla() ? static_cast<double>(kv_lora_rank + rope_head_dim) : 2 * kv_dim();

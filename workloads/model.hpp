@@ -60,6 +60,22 @@ struct ModelShape {
   int rope_head_dim = 0;
   int nope_head_dim = 0;
   int v_head_dim = 0;
+  // Sliding-window attention (Mistral 7B, Gemma 2/3, GPT-OSS; Hugging Face config.json's
+  // sliding_window and layer_types): in a sliding layer each query attends to itself and the
+  // sliding_window - 1 keys before it. sliding_window_pattern N >= 2: of every N layers the first
+  // N - 1 slide and the N-th attends in full (Gemma 3's sliding_window_pattern; GPT-OSS's
+  // alternating layer_types, sliding first, is 2); 0: every layer slides. sliding_window = 0: none.
+  int sliding_window = 0;
+  int sliding_window_pattern = 0;
+  // GPT-OSS: the router and every expert's three projections carry biases (2 x expert_ffn_hidden
+  // on the fused gate and up projection, hidden on the down projection).
+  bool expert_bias = false;
+  // Multi-token prediction (DeepSeek-V3 report Sec. 2.2; config.json num_nextn_predict_layers):
+  // mtp_layers modules after the main model, module k predicting token i + k + 1 from the hidden
+  // state before it and the embedding of token i + k: RMSNorms of both, a projection of their
+  // concatenation (2 hidden -> hidden), one transformer block shaped as the model's last layer, and
+  // the output head shared with the main model behind a final norm of its own.
+  int mtp_layers = 0;
   std::string source;           // where the shape comes from (catalog models)
 
   int kv_heads_or_heads() const { return kv_heads > 0 ? kv_heads : heads; }
@@ -69,6 +85,14 @@ struct ModelShape {
   double kv_dim() const { return head_dim_or_default() * kv_heads_or_heads(); }
 
   bool is_moe() const { return experts > 0; }
+  bool is_sliding_layer(int layer) const {
+    return sliding_window > 0 && (sliding_window_pattern == 0 || (layer + 1) % sliding_window_pattern != 0);
+  }
+  // Keys one query of `layer` reaches at most: the window in a sliding layer shorter than the
+  // sequence, else the whole sequence.
+  int attention_span(int layer) const {
+    return is_sliding_layer(layer) && sliding_window < seq_len ? sliding_window : seq_len;
+  }
   bool is_mla() const { return kv_lora_rank > 0; }
   int moe_layers() const { return is_moe() ? (layers - dense_layers) / moe_layer_step : 0; }
   bool is_moe_layer(int layer) const {
@@ -84,6 +108,10 @@ struct ModelShape {
   double embedding_params() const;   // token (+ position) embeddings
   double head_params() const;        // untied LM head (0 when tied)
   double final_norm_params() const;  // final norm (+ embedding norm)
+  // One multi-token-prediction module: its two input norms, the projection, its block (the last
+  // layer's shape) and its final norm; the embedding and the output head are the main model's.
+  double mtp_module_params() const;
+  // The main model, as published totals count it (DeepSeek-V3's 671B leaves the MTP module out).
   double total_params() const;
   // Parameters one token uses: all but the routed experts it skips and the embedding rows of
   // other tokens (an embedding is a lookup of one row).
@@ -92,6 +120,11 @@ struct ModelShape {
   // latent plus the rotary key (kv_lora_rank + rope_head_dim).
   double kv_cache_elements_per_token_layer() const;
 };
+
+// (query, key) pairs of causal attention over s tokens where each query reaches at most w keys:
+// the sum over positions p = 0 ... s - 1 of min(p + 1, w) = w (w + 1) / 2 + (s - w) w for w < s,
+// s (s + 1) / 2 otherwise.
+double causal_pairs(double s, double w);
 
 FfnKind parse_ffn_kind(std::string_view text, std::string_view key);
 PositionEmbedding parse_position_embedding(std::string_view text, std::string_view key);

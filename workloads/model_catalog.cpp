@@ -150,13 +150,18 @@ std::vector<ModelShape> make_catalog() {
   r1.v_head_dim = 128;
   c.push_back(r1);
   // DeepSeek-V3 (DeepSeek-AI 2024, the DeepSeek-V3 technical report; HF deepseek-ai/DeepSeek-V3
-  // config.json): the architecture of deepseek-r1 above. Its multi-token-prediction module (one
-  // more transformer block with a projection, num_nextn_predict_layers = 1, 14B: the checkpoint's
-  // 685B) predicts a second token during training; it is not modelled.
+  // config.json): the architecture of deepseek-r1 above, trained with one multi-token-prediction
+  // module (report Sec. 2.2, D = 1; num_nextn_predict_layers = 1): an MoE block like layer 60 with
+  // its norms and projection, 11.6B of its own; the checkpoint's 685B add 14B for it, counting the
+  // copies of the embedding and the output head it shares (report Sec. 2.2, and the HF model card).
+  // deepseek-r1 keeps none: the R1 report trains it with reinforcement learning and does not say
+  // the module takes part (its config's layer 61 serves speculative decoding); model.mtp_layers = 1
+  // adds it.
   ModelShape v3 = r1;
   v3.name = "deepseek-v3";
-  v3.source = "DeepSeek-AI 2024 (DeepSeek-V3 report); HF deepseek-ai/DeepSeek-V3 config.json: 671B total, 37B active "
-              "(MTP module of 14B not modelled)";
+  v3.mtp_layers = 1;
+  v3.source = "DeepSeek-AI 2024 (DeepSeek-V3 report); HF deepseek-ai/DeepSeek-V3 config.json: 671B total, 37B active, "
+              "plus the 14B MTP module";
   c.push_back(v3);
   c.push_back(qwen3_moe("qwen3-30b-a3b", 48, 2048, 32, 6144, 768,
                         "Yang et al. 2025 (Qwen3); HF Qwen/Qwen3-30B-A3B config.json: 30.5B total, 3.3B active"));
@@ -195,6 +200,28 @@ std::vector<ModelShape> make_catalog() {
                      "109B total and 17B active with the vision encoder"));
   c.push_back(llama4("llama4-maverick-17b-128e", 128, 2, "meta-llama/Llama-4-Maverick-17B-128E",
                      "400B total and 17B active with the vision encoder"));
+  // GPT-OSS (OpenAI 2025, gpt-oss-120b & gpt-oss-20b model card, arXiv 2508.10925; HF
+  // openai/gpt-oss-120b and openai/gpt-oss-20b config.json; the reference gpt_oss/torch/model.py
+  // of github.com/openai/gpt-oss): hidden 2880, 64 query heads of head_dim 64 with 8 KV heads,
+  // biases on the QKV and output projections (attention_bias), every layer MoE with top-4 routing
+  // over num_local_experts SwiGLU experts of intermediate_size 2880 whose router and projections
+  // carry biases (the activation clamped at swiglu_limit 7: same kernel cost), no shared expert,
+  // RMSNorm, rotary positions, untied embeddings, vocab 201088; the even layers attend within a
+  // sliding_window of 128 tokens and the odd ones in full (layer_types sliding_attention,
+  // full_attention, ...). seq_len: initial_context_length 4096 (YaRN extends it to 131072). The
+  // learned attention sinks (one logit per head and layer, 2,304 parameters in all) are left out.
+  const auto gpt_oss = [](const char* name, int layers, int experts, const char* repo, const char* totals) {
+    ModelShape m = llama(name, layers, 2880, 64, 8, 2880, 201088, 4096,
+                         fmt::format("OpenAI 2025 (gpt-oss model card); HF {} config.json: {}", repo, totals));
+    m.head_dim = 64;
+    m.bias = true;
+    m.expert_bias = true;
+    m.sliding_window = 128;
+    m.sliding_window_pattern = 2;
+    return moe(std::move(m), experts, 4, 0, 2880);
+  };
+  c.push_back(gpt_oss("gpt-oss-120b", 36, 128, "openai/gpt-oss-120b", "116.8B total, 5.1B active"));
+  c.push_back(gpt_oss("gpt-oss-20b", 24, 32, "openai/gpt-oss-20b", "20.9B total, 3.6B active"));
   // DeepSeek-R1-Distill (HF deepseek-ai/DeepSeek-R1-Distill-* config.json; bases Qwen2.5-Math-1.5B,
   // Qwen2.5-Math-7B, Qwen2.5-14B, Qwen2.5-32B, Llama-3.1-8B, Llama-3.3-70B-Instruct).
   c.push_back(qwen("deepseek-r1-distill-qwen-1.5b", 28, 1536, 12, 2, 8960, 151936,

@@ -266,6 +266,10 @@ void validate_context_parallel(const ParallelPlan& plan, const ModelShape& model
     throw InputError(fmt::format("{} = {} needs flash attention (training.attention = flash): context parallelism "
                                  "runs on fused attention kernels (Megatron-Core and Transformer Engine require them)",
                                  key, plan.cp));
+  if (model.sliding_window > 0)
+    throw InputError(fmt::format("{} = {} with model.sliding_window = {}: context parallelism over sliding-window "
+                                 "attention is not modelled; use cp = 1 or model.sliding_window = 0",
+                                 key, plan.cp, model.sliding_window));
 }
 
 void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {

@@ -49,9 +49,11 @@ enum class OpKind : std::int16_t {
   // again for the backward pass), their gradients reduced back to their owners.
   cp_kv_all_gather, cp_dkv_reduce_scatter,
   // DualPipe: the gradients of the two stages a rank shares with its mirror rank, summed.
-  mirror_all_reduce
+  mirror_all_reduce,
+  // Multi-token prediction: the projection of a module's concatenated norms (mtp_ops).
+  mtp_proj
 };
-constexpr int kNumOpKinds = static_cast<int>(OpKind::mirror_all_reduce) + 1;
+constexpr int kNumOpKinds = static_cast<int>(OpKind::mtp_proj) + 1;
 
 // The linear layers' GEMMs (QKV, output projection, MLP, MLA projections, routed and shared
 // experts): what a low-precision recipe runs in FP8 or FP4; attention, the router and the LM head
@@ -61,6 +63,7 @@ constexpr bool linear_layer_gemm(OpKind kind) {
     case OpKind::qkv_proj: case OpKind::out_proj: case OpKind::fc1: case OpKind::fc2:
     case OpKind::mla_down_proj: case OpKind::mla_q_up: case OpKind::mla_kv_up:
     case OpKind::expert_fc1: case OpKind::expert_fc2: case OpKind::shared_fc1: case OpKind::shared_fc2:
+    case OpKind::mtp_proj:
       return true;
     default:
       return false;

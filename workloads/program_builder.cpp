@@ -164,8 +164,37 @@ class StageBuilder {
         if (l + 1 < begin + count) gathered = gather_layer(Phase::forward, l + 1, mb, before);
       }
     }
-    if (last_chunk(pass.chunk)) chain(ops_.head_forward(), Phase::forward, -1, mb, prev);
-    else send(downstream(pass.chunk), Phase::forward, mb, prev);
+    if (last_chunk(pass.chunk)) {
+      prev = chain(ops_.head_forward(), Phase::forward, -1, mb, prev);
+      for (int k = 0; k < model_.mtp_layers; ++k) prev = mtp_forward(model_.layers + k, mb, prev);
+    } else {
+      send(downstream(pass.chunk), Phase::forward, mb, prev);
+    }
+  }
+
+  // Multi-token-prediction module `l` - layers after the main head: its input (the next tokens'
+  // embedding, the norms, the projection), its block and the shared head, under the layer tag l.
+  int mtp_forward(int l, int mb, int prev) {
+    const int gathered = sharded_params() ? gather_layer(Phase::forward, l, mb, -1) : -1;
+    prev = chain(ops_.mtp_input(), Phase::forward, l, mb, prev, gathered);
+    prev = chain(ops_.layer_forward(l), Phase::forward, l, mb, prev);
+    if (sharded_params()) on_end(prev, MemCategory::buffers, -layer_param_bytes());
+    return chain(ops_.head_forward(), Phase::forward, l, mb, prev);
+  }
+  // Its backward, the last module's first: the head, the block, the input; then its gradients.
+  int mtp_backward(int l, int mb, int prev, bool reduce) {
+    const std::vector<OpSpec> head = ops_.head_forward(), input = ops_.mtp_input();
+    prev = chain(ops_.backward_of(head), Phase::backward, l, mb, prev);
+    on_end(prev, MemCategory::activations, -kept(head));
+    const int gathered = sharded_params() ? gather_layer(Phase::backward, l, mb, -1) : -1;
+    prev = layer_backward(l, mb, prev, gathered);
+    prev = chain(ops_.backward_of(input), Phase::backward, l, mb, prev);
+    on_end(prev, MemCategory::activations, -kept(input));
+    if (sharded_params()) on_end(prev, MemCategory::buffers, -layer_param_bytes());
+    const LayerParams grads = layer_params(model_, plan_, l);
+    prev = accumulate_gradients(grads.replicated + grads.experts, l, mb, prev);
+    if (reduce) add_layer_gradients(l, prev);
+    return prev;
   }
 
   // DualPipe's overlapped forward and backward pass (two micro-batches, the two directions): both
@@ -246,6 +275,7 @@ class StageBuilder {
     const bool reduce = reduce_in_pass(pass);
     int prev = after, recv = -1;
     if (last_chunk(pass.chunk)) {
+      for (int k = model_.mtp_layers - 1; k >= 0; --k) prev = mtp_backward(model_.layers + k, mb, prev, reduce);
       const std::vector<OpSpec> head = ops_.head_forward();
       prev = chain(ops_.backward_of(head), Phase::backward, -1, mb, prev);
       on_end(prev, MemCategory::activations, -kept(head));

@@ -15,7 +15,7 @@ std::string_view op_kind_name(OpKind k) {
       "moe_permute", "moe_dispatch", "expert_fc1", "expert_activation", "expert_fc2", "moe_combine", "moe_unpermute",
       "shared_fc1", "shared_activation", "shared_fc2", "expert_dp_all_reduce", "expert_dp_reduce_scatter",
       "expert_dp_all_gather", "rotary", "cp_kv_all_gather", "cp_dkv_reduce_scatter",
-      "mirror_all_reduce"};
+      "mirror_all_reduce", "mtp_proj"};
   return names[static_cast<std::size_t>(k)];
 }
 

@@ -68,6 +68,18 @@ ModelShape read_model(const Values& v) {
   if (v.given("model.moe_layer_step")) m.moe_layer_step = v.integer("model.moe_layer_step", 1);
   if (v.given("model.moe_groups")) m.moe_groups = v.integer("model.moe_groups", 1, limits::kMaxHidden);
   if (v.given("model.moe_topk_groups")) m.moe_topk_groups = v.integer("model.moe_topk_groups", 1, limits::kMaxHidden);
+  if (v.given("model.sliding_window")) m.sliding_window = v.integer("model.sliding_window", 0);
+  if (v.given("model.sliding_window_pattern")) {
+    m.sliding_window_pattern = v.integer("model.sliding_window_pattern", 0);
+    if (m.sliding_window_pattern == 1)
+      throw InputError(fmt::format("{}: model.sliding_window_pattern = 1 would leave no sliding layer: valid values "
+                                   "are 0 (every layer slides) or N >= 2 (the first N - 1 of every N layers); for "
+                                   "no sliding window set model.sliding_window = 0", v.source()));
+    if (m.sliding_window == 0)
+      throw InputError(fmt::format("{}: model.sliding_window_pattern = {} needs model.sliding_window >= 1 (the "
+                                   "window, tokens)", v.source(), m.sliding_window_pattern));
+  }
+  if (v.given("model.mtp_layers")) m.mtp_layers = v.integer("model.mtp_layers", 0, m.layers);
   if (m.is_moe()) {
     if (m.active_experts < 1 || m.active_experts > m.experts)
       throw InputError(fmt::format("{}: model.active_experts = {}: must be between 1 and model.experts = {}",

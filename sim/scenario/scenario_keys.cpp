@@ -48,6 +48,13 @@ constexpr Key kKeys[] = {
      "MoE: expert groups for node-limited routing (DeepSeek-V3's n_group, Megatron-Core's --moe-router-num-groups); divides experts; default 1"},
     {"model.moe_topk_groups", "",
      "MoE: groups each token picks its experts within (DeepSeek-V3's topk_group, Megatron-Core's --moe-router-group-topk), 1 ... moe_groups; default 1"},
+    {"model.sliding_window", "",
+     "sliding-window attention: keys each query of a sliding layer reaches (HF config's sliding_window); 0 = none"},
+    {"model.sliding_window_pattern", "",
+     "which layers slide: N >= 2, of every N layers the first N - 1 (Gemma 3's sliding_window_pattern; GPT-OSS: 2); "
+     "0 = every layer"},
+    {"model.mtp_layers", "",
+     "multi-token-prediction modules after the main model (DeepSeek-V3's num_nextn_predict_layers: 1); 0 = none"},
     {"training.framework", "megatron-core",
      "how the step executes: a framework profile (dtsim catalog frameworks) setting the keys marked 'from the framework'"},
     {"training.global_batch", "2048", "sequences per step"},
