@@ -74,10 +74,10 @@ TEST_CASE("flash attention in a sliding layer runs the window's causal pairs", "
   p.attention = Attention::flash;
   const LayerOps ops(m, p);
   const double b = 2, heads = 64 / 2, d = 64, s = 4096;
-  const OpSpec& full = op_of(ops.layer_forward(1), OpKind::flash_attention);
+  const OpSpec full = op_of(ops.layer_forward(1), OpKind::flash_attention);  // a copy: the list is a temporary
   CHECK(full.flops == 2 * b * heads * s * s * (d + d));
   // The field counts the rectangle's stand-in, twice the pairs: the compute model runs half of it.
-  const OpSpec& sliding = op_of(ops.layer_forward(0), OpKind::flash_attention);
+  const OpSpec sliding = op_of(ops.layer_forward(0), OpKind::flash_attention);
   CHECK(sliding.flops == 2 * b * heads * 2 * 516160.0 * (d + d));
   CHECK(sliding.bytes == full.bytes);  // every key and value is read once either way
   CHECK(sliding.saved == full.saved);
