@@ -106,7 +106,7 @@ TEST_CASE("every shipped scenario gives identical results and trace rows on 1 an
         "--cluster.slow_gpus=17:0.8,101:0.9", "--cluster.degraded_links=node3.nic0--tor1:0.5"}},
       // The long-context scenario's CP 16 and [TP, CP, PP, DP] order on 256 GPUs.
       {"llama3-405b-131k.ini",
-       {"--parallel.pp=2", "--model.layers=8", "--parallel.dp=1", "--training.global_batch=2", "--model.seq_len=16384",
+       {"--parallel.pp=2", "--model.layers=8", "--parallel.virtual_stages=4", "--parallel.dp=1", "--training.global_batch=2", "--model.seq_len=16384",
         "--cluster.nodes=32", "--cluster.pod_gpus=128", "--output.trace_detail=full"}},
   };
   for (const auto& [file, overrides] : cases) {

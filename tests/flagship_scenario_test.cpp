@@ -4,6 +4,7 @@
 // sizes its interleaved schedule as run does.
 #include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
+#include <cmath>
 
 #include "sim/scenario/run.hpp"
 #include "sim/base/units.hpp"
@@ -32,19 +33,23 @@ TEST_CASE("the Llama 3 405B scenario runs as the paper describes", "[scenario][l
   const ParallelPlan& p = as_published.plan;
   CHECK(p.recompute == Recompute::none);
   CHECK(p.schedule == Schedule::interleaved);
-  CHECK(p.virtual_stages == 4);
+  CHECK(p.virtual_stages == 8);
   CHECK(p.zero_stage == 2);
   CHECK(p.sequence_parallel);
   CHECK(p.attention == Attention::flash);
   CHECK((p.tp == 8 && p.pp == 16 && p.micro_batches() == 16));
   CHECK(load_flagship({}).plan.dp == 128);
-  // One layer fewer on the end stages: 7 + 14 x 8 + 7 = 126, the end chunks one layer short.
+  // One layer fewer on the end stages: 7 + 14 x 8 + 7 = 126, one layer per chunk, and the first
+  // stage's first chunk the embedding alone, the last stage's last chunk the head alone.
   REQUIRE(p.stage_layers.size() == 16);
   CHECK(p.stage_layers.front() == 7);
   CHECK(p.stage_layers.back() == 7);
   for (int s = 1; s < 15; ++s) CHECK(p.stage_layers[s] == 8);
-  CHECK(p.chunk_layers(0, 0) == 1);
-  CHECK(p.chunk_layers(15, 3) == 1);
+  CHECK(p.chunk_layers(0, 0) == 0);
+  CHECK(p.chunk_layers(0, 1) == 1);
+  CHECK(p.chunk_layers(15, 7) == 0);
+  CHECK(p.chunk_layers(15, 6) == 1);
+  CHECK(p.chunk_first_layer(1, 0) == 0);  // the first layer is on stage 1
   // [TP, CP, PP, DP]: a rank's pipeline neighbour is 8 ranks on, its DP peer 128.
   CHECK(p.rank_of({.dp = 0, .tp = 0, .pp = 1}) == 8);
   CHECK(p.rank_of({.dp = 1, .tp = 0, .pp = 0}) == 128);
@@ -73,4 +78,14 @@ TEST_CASE("the Llama 3 405B 8,192-GPU scenario is Table 4's first row", "[scenar
   CHECK(p.stage_layers == sixteen.plan.stage_layers);
   CHECK((p.schedule == sixteen.plan.schedule && p.virtual_stages == sixteen.plan.virtual_stages));
   CHECK(p.zero_stage == sixteen.plan.zero_stage);
+}
+
+TEST_CASE("the Llama 3 405B 8,192-GPU step is within 10 % of Table 4", "[scenario][llama3][flagship]") {
+  // The issue's bound on the whole scenario (every rank of 8,192; TP groups folded, the same
+  // result): 430 model TFLOP/s per GPU, attention counted in full as PaLM's formula and dtsim's
+  // model FLOPs do. The interleaved schedule's empty end chunks cut its bubble.
+  Scenario eight = load_flagship({"--output.trace_detail=summary"}, "llama3-405b-8k.ini");
+  const EngineResult r = run_scenario(eight, "", 2, true);
+  CHECK(std::abs(r.summary.model_tflops_per_gpu / 430 - 1) <= 0.10);
+  CHECK(!r.summary.oom);
 }

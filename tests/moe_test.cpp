@@ -168,6 +168,48 @@ TEST_CASE("expert weights and gradients and optimizer state are divided by EP", 
   CHECK(layer_params(m, moe_plan(m, 4, 4), 1).experts == Approx(2 * m.expert_params()));
 }
 
+TEST_CASE("BF16 Adam moments hold 8 bytes of optimizer state per parameter", "[moe][memory]") {
+  const ModelShape m = tiny_moe();
+  ParallelPlan fp32 = moe_plan(m, 4, 2, Recompute::none, 1), bf16 = fp32;
+  bf16.moment_bytes = 2;
+  const auto optimizer = [&](const ParallelPlan& p) {
+    const StageProgram s = build_program(m, p).stages[0];
+    double step = 0;
+    for (int i = 0; i < s.size(); ++i)
+      if (s.kind[i] == OpKind::optimizer_step) step = s.bytes[i];
+    return std::pair{s.static_bytes[static_cast<int>(MemCategory::optimizer)], step};
+  };
+  const auto [state32, step32] = optimizer(fp32);
+  const auto [state16, step16] = optimizer(bf16);
+  CHECK(state16 == Approx(state32 * 8 / 12));
+  // Adam reads and writes both moments: 8 bytes a parameter fewer, on the shard's 12 / 12 B.
+  CHECK(step32 - step16 == Approx(8 * state32 / 12));
+  // fit reads the same setting.
+  TrainingSetup t = training_setup(bf16, m.seq_len);
+  CHECK(training_memory(m, t, 1, 1, 4).items[2].bytes == Approx(state16));
+}
+
+TEST_CASE("router weights applied in the activation keep no expert outputs", "[moe][memory]") {
+  // Megatron-Core v0.13+: the experts' SwiGLU multiplies the copies by their weights, so the
+  // un-permutation is a plain sum and its backward pass needs nothing kept; the legacy combine
+  // keeps the T x top_k x hidden expert outputs of each MoE layer for the weights' gradient.
+  const ModelShape m = tiny_moe();
+  ParallelPlan combine = moe_plan(m, 4, 2), activation = combine;
+  activation.moe_probs = MoeProbs::activation;
+  const Program with_outputs = build_program(m, combine), without = build_program(m, activation);
+  const double copies = m.seq_len * m.active_experts, kept = 2 * copies * m.hidden;
+  CHECK(test::layer_activation_bytes(with_outputs, 1) - test::layer_activation_bytes(without, 1) == Approx(kept));
+  CHECK(test::layer_activation_bytes(with_outputs, 0) == Approx(test::layer_activation_bytes(without, 0)));
+  // The static memory model keeps the same: one micro-batch of the three MoE layers in flight.
+  const auto activations = [&](const ParallelPlan& p) {
+    return training_memory(m, training_setup(p, m.seq_len), 1, 1, 4).items[3].bytes;
+  };
+  CHECK(activations(combine) - activations(activation) == Approx(m.moe_layers() * kept));
+  CHECK(parse_moe_probs("activation", "training.moe_probs") == MoeProbs::activation);
+  CHECK_THROWS_WITH(parse_moe_probs("input", "training.moe_probs"),
+                    Catch::Contains("training.moe_probs = 'input'") && Catch::Contains("combine"));
+}
+
 TEST_CASE("parallel.ep must divide dp and the experts and needs an MoE model", "[moe][plan]") {
   const ModelShape m = tiny_moe();
   auto check = [&](const ModelShape& model, int dp, int ep, int zero, const char* needle) {

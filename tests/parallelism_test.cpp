@@ -240,10 +240,22 @@ TEST_CASE("interleaving splits uneven stages with the extra layers away from the
     for (int i = 0; i < st.size(); ++i)
       if (st.kind[i] == OpKind::qkv_proj && st.phase[i] == Phase::forward) ++forwards[st.layer[i]];
   for (int l = 0; l < m.layers; ++l) CHECK(forwards[l] == p.micro_batches());
-  // A stage with fewer layers than chunks is refused, naming both keys.
-  p.stage_layers = {1, 6, 6, 5};
+  // A middle stage with fewer layers than chunks is refused, naming both keys.
+  p.stage_layers = {6, 1, 6, 5};
   CHECK_THROWS_WITH(validate_plan(p, m, 4), Catch::Contains("parallel.virtual_stages = 2") &&
                                                  Catch::Contains("parallel.stage_layers"));
+  // The end stages may be one layer short, their end chunks holding the embedding or the head
+  // alone (Llama 3); every layer still runs once per micro-batch.
+  p.stage_layers = {1, 8, 8, 1};
+  REQUIRE_NOTHROW(validate_plan(p, m, 4));
+  CHECK((p.chunk_layers(0, 0) == 0 && p.chunk_layers(0, 1) == 1));
+  CHECK((p.chunk_layers(3, 0) == 1 && p.chunk_layers(3, 1) == 0));
+  const Program ends = build_program(m, p);
+  std::fill(forwards.begin(), forwards.end(), 0);
+  for (const StageProgram& st : ends.stages)
+    for (int i = 0; i < st.size(); ++i)
+      if (st.kind[i] == OpKind::qkv_proj && st.phase[i] == Phase::forward) ++forwards[st.layer[i]];
+  for (int l = 0; l < m.layers; ++l) CHECK(forwards[l] == p.micro_batches());
 }
 
 TEST_CASE("an interleaved pipeline runs to the end and keeps at most its warm-up in flight", "[program][engine]") {

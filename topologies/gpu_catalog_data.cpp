@@ -105,13 +105,18 @@ std::vector<GpuSpec> make_catalog() {
        .source = "what 'H100 96GB' names: the H100 of a GH200 (96 GB HBM3, 4 TB/s); no H100 with 96 GB HBM2e at 500 W "
                  "was found in any vendor document. TDP: the superchip's 1000 W maximum (Grace CPU included)",
        .sources = {"nv-gh200, mleng-accel", "nv-gh200, mleng-accel", "nv-gh200", "nv-gh200", "nv-gh200"}},
-      // The export H100 for China (2023): H100 SXM compute and memory, NVLink cut to 400 GB/s.
+      // The export H100 for China (2023): H100 SXM compute and memory, NVLink cut to 400 GB/s. The
+      // same GH100 die, SM clock and 700 W limit as the H100 SXM, so its measured kernel rates (the
+      // row above) are the H800's: the catalog has no H800 measurement of its own.
       {.name = "H800-SXM5-80GB", .aliases = {"H800", "H800 SXM"}, .form_factor = "SXM5, HGX board of 8",
        .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 3350 * kGB,
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
-       .fp8_flops = 1979 * kTFLOP, .sm_count = 132, .stream_k_gemm = true, .nvlink_gen = 4,
+       .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 794.5 * kTFLOP,
+       .sustained_matmul_bf16_flops = 668.0 * kTFLOP, .measured_matmul_fp8_flops = 1402.6 * kTFLOP,
+       .flash_attention_fraction = 0.35, .sm_count = 132, .stream_k_gemm = true, .nvlink_gen = 4,
        .nvlink_bytes_per_s = 200 * kGB, .nvlink_domain_gpus = 8, .pcie_gen = 5, .tdp_watts = 700,
-       .source = "H800 SXM: secondary sources only (no NVIDIA page found); NVLink 400 GB/s both directions = 200/dir",
+       .source = "H800 SXM: secondary sources only (no NVIDIA page found); NVLink 400 GB/s both directions = 200/dir; "
+                 "kernel rates those of the H100 SXM (same die, clock and power limit)",
        .sources = {"h800-2nd", "h800-2nd", "h800-2nd", "h800-2nd, deepseek-v3", "h800-2nd"}},
       // The export Hopper for China after Oct 2023: full NVLink, 78 SMs, low tensor rates.
       {.name = "H20", .aliases = {"H20-96GB"}, .form_factor = "SXM5, HGX board of 8",

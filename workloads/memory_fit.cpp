@@ -204,7 +204,7 @@ StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
   }
   const double quantized = recipe_spec(p.recipe).weight_cache_bytes * (layer_weights / p.tp + experts);
   return {e * (params / (p.zero_stage >= 3 ? dp : 1) + experts) + quantized, share(gradient_bytes_per_param(p), 2),
-          share(12, 1)};
+          share(4 + 2 * p.moment_bytes, 1)};
 }
 
 WeightFormat parse_weight_format(std::string_view text, std::string_view key) {
@@ -302,6 +302,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
   p.micro_batch = s.micro_batch;
   p.global_batch = (s.micro_batches > 0 ? s.micro_batches : pp) * s.micro_batch * dp;
   p.zero_stage = s.zero_stage, p.recompute = s.recompute, p.recompute_modules = s.recompute_modules;
+  p.moe_probs = s.moe_probs, p.moment_bytes = s.moment_bytes;
   p.sequence_parallel = s.sequence_parallel && tp > 1;
   p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels, p.recipe = s.recipe;
   p.grad_reduce_fp32 = s.grad_reduce_fp32, p.grad_accumulation = s.grad_accumulation;
@@ -313,7 +314,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
 TrainingSetup training_setup(const ParallelPlan& p, int seq_len) {
   TrainingSetup s;
   s.seq_len = seq_len, s.micro_batch = p.micro_batch, s.recompute = p.recompute, s.zero_stage = p.zero_stage;
-  s.recompute_modules = p.recompute_modules;
+  s.recompute_modules = p.recompute_modules, s.moe_probs = p.moe_probs, s.moment_bytes = p.moment_bytes;
   s.sequence_parallel = p.sequence_parallel, s.micro_batches = p.micro_batches(), s.ep = p.ep, s.cp = p.cp;
   s.attention = p.attention, s.dropout = p.dropout, s.fused_kernels = p.fused_kernels, s.recipe = p.recipe;
   s.grad_reduce_fp32 = p.grad_reduce_fp32, s.grad_accumulation = p.grad_accumulation;
@@ -348,7 +349,8 @@ MemoryNeed training_memory(const ModelShape& model, const TrainingSetup& s, int 
   n.items.push_back({"gradients", state.gradients,
                      fmt::format("{}, / tp{}{}", grads, p.zero_stage >= 2 ? over + " (ZeRO-2)" : "", experts)});
   n.items.push_back({"optimizer", state.optimizer,
-                     fmt::format("Adam: fp32 master weights, momentum, variance (12 B/param), / tp{}{}",
+                     fmt::format("Adam: fp32 master weights, {} momentum and variance ({} B/param), / tp{}{}",
+                                 p.moment_bytes == 2 ? "bf16" : "fp32", 4 + 2 * p.moment_bytes,
                                  p.zero_stage >= 1 ? over + " (ZeRO-1)" : "", experts)});
   n.items.push_back({"activations", peak.activations,
                      fmt::format("what each kernel keeps ({} attention, dropout {}, {}recompute {}): {} {} in flight "

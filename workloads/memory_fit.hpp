@@ -77,6 +77,8 @@ struct TrainingSetup {
   bool grad_reduce_fp32 = false;  // fp32 main gradients (Megatron's main_grad buffers, FSDP's reduce dtype)
   GradAccumulation grad_accumulation = GradAccumulation::fused;  // fp32_buffer keeps bf16 .grad beside fp32
   unsigned recompute_modules = module_bit(RecomputeModule::core_attn);  // what selective recomputation reruns
+  MoeProbs moe_probs = MoeProbs::combine;  // MoE: where the router's weights apply (what they keep)
+  double moment_bytes = 4;                 // each Adam moment per parameter (2: BF16 moments)
 };
 
 // Transformer layers per pipeline stage for `pp` stages: the split `dtsim run` makes of
@@ -98,8 +100,8 @@ TrainingSetup training_setup(const ParallelPlan& p, int seq_len);
 // Static bytes per GPU of a pipeline stage, allocated before the step (the program builder's
 // memory plan and fit's alike): its layers' parameters (the routed experts of the EP shard apart),
 // the embedding on the first stage, the head, the final norm and a tied embedding's copy on the
-// last, split over TP; weights (/ dp under ZeRO-3), gradients (/ dp under ZeRO-2), 12 B of Adam
-// state (/ dp under ZeRO-1), experts' state over the expert-DP group.
+// last, split over TP; weights (/ dp under ZeRO-3), gradients (/ dp under ZeRO-2), Adam's
+// state (fp32 master weights and two moments: 12 B, or 8 with BF16 moments; / dp under ZeRO-1), experts' state over the expert-DP group.
 struct StageState {
   double weights = 0, gradients = 0, optimizer = 0;
 };

@@ -1,4 +1,4 @@
-// The MoE dispatcher's names and the expected reach of a token under node-limited routing.
+// The MoE dispatcher's and routing weights' names, and the expected reach of a token under node-limited routing.
 #include "workloads/moe_dispatch.hpp"
 
 #include <algorithm>
@@ -18,6 +18,16 @@ MoeDispatcher parse_moe_dispatcher(std::string_view text, std::string_view key) 
 }
 
 std::string_view moe_dispatcher_name(MoeDispatcher d) { return d == MoeDispatcher::deepep ? "deepep" : "alltoall"; }
+
+MoeProbs parse_moe_probs(std::string_view text, std::string_view key) {
+  if (text == "combine") return MoeProbs::combine;
+  if (text == "activation") return MoeProbs::activation;
+  throw InputError(fmt::format("{} = '{}': valid values are combine (the un-permutation weights the expert outputs "
+                               "and keeps them) and activation (the experts' activation applies the weights)",
+                               key, text));
+}
+
+std::string_view moe_probs_name(MoeProbs p) { return p == MoeProbs::activation ? "activation" : "combine"; }
 
 namespace {
 

@@ -18,6 +18,17 @@ enum class MoeDispatcher { alltoall, deepep };
 MoeDispatcher parse_moe_dispatcher(std::string_view text, std::string_view key);
 std::string_view moe_dispatcher_name(MoeDispatcher d);
 
+// Where the router's weights multiply a token's expert path, which decides what the gradient of
+// the weights keeps. combine: the un-permutation sums the expert outputs weighted, and keeps the
+// outputs (T x top_k x hidden) for the weights' gradient (Megatron-Core's moe_utils.unpermute with
+// probs, DeepSpeed-MoE, MegaBlocks; torchtitan weights the inputs instead and keeps as much).
+// activation: the weights multiply the experts' activation (Megatron-Core's
+// activation_func_with_probs with Transformer Engine's moe_permute_with_probs, 2025), whose
+// input the experts keep anyway, and the un-permutation is a plain sum that keeps nothing.
+enum class MoeProbs { combine, activation };
+MoeProbs parse_moe_probs(std::string_view text, std::string_view key);
+std::string_view moe_probs_name(MoeProbs p);
+
 // Expected number of distinct bins a token's active_experts experts fall in, when the experts
 // are cut into `bins` equal contiguous shards (EP ranks, or the nodes they sit on) and the token
 // picks moe_topk_groups of the moe_groups expert groups, then active_experts distinct experts

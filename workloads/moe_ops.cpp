@@ -4,8 +4,9 @@
 // over the EP group; the local experts (experts / ep of them) as grouped SwiGLU GEMMs, each
 // expert getting T x top_k x ep / experts tokens on average (balanced routing: every rank
 // receives as many copies as it sends; with training.moe_load_imbalance or a capacity factor,
-// the most loaded rank's share, which the group waits for); the combine back; the weighted
-// un-permutation; and the shared experts on every token, after the routed ones or, with
+// the most loaded rank's share, which the group waits for); the combine back; the un-permutation
+// (weighting the copies by the router's weights with training.moe_probs = combine; with
+// activation, the experts' activation weighted them); and the shared experts on every token, after the routed ones or, with
 // parallel.moe_shared_expert_overlap, beside the dispatch and the combine. Expert matrices are
 // split over TP like the dense MLP. The dispatch and combine are one all-to-all of the copies
 // each (alltoall), or DeepEP's two hops (deepep, workloads/moe_dispatch.hpp): each token once to
@@ -90,9 +91,14 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   keep(fc2, e() * hot * f);
   if (plan_.ep > 1) all_to_all(OpKind::moe_combine, 1);
   if (overlap) shared_second();
-  // Weighted sum of each token's expert outputs; keeps them for the gradient of the weights.
-  keep(elementwise(OpKind::moe_unpermute, e() * (copies + T) * h, e() * (2 * copies + T) * h, 2 * copies * h),
-       e() * copies * h);
+  // The sum of each token's expert outputs: weighted, keeping them for the gradient of the
+  // weights (combine), or plain, the activation having applied the weights (its backward pass
+  // only spreads the output gradient over the copies).
+  if (plan_.moe_probs == MoeProbs::combine)
+    keep(elementwise(OpKind::moe_unpermute, e() * (copies + T) * h, e() * (2 * copies + T) * h, 2 * copies * h),
+         e() * copies * h);
+  else
+    keep(elementwise(OpKind::moe_unpermute, e() * (copies + T) * h, e() * (copies + T) * h, copies * h), 0);
   if (shared && !overlap) {
     shared_first();
     shared_second();

@@ -74,6 +74,12 @@ GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view
   throw InputError(fmt::format("{} = '{}': valid values are fused, separate, fp32_buffer", key, text));
 }
 
+double parse_optimizer_moments(std::string_view text, std::string_view key) {
+  if (text == "fp32") return 4;
+  if (text == "bf16") return 2;
+  throw InputError(fmt::format("{} = '{}': valid values are fp32 and bf16 (Adam's moments)", key, text));
+}
+
 std::string_view recompute_name(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
 }
@@ -383,12 +389,18 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
     throw InputError(fmt::format("parallel.stage_layers sums to {} layers but model.layers = {}", sum, model.layers));
   if (plan.schedule == Schedule::interleaved) {
     if (plan.pp < 2) throw InputError("parallel.schedule = interleaved needs parallel.pp >= 2");
-    for (int n : plan.stage_layers)
-      if (n < plan.virtual_stages)
+    // Every chunk needs a layer, but for the first stage's first chunk, which may hold the
+    // embedding alone, and the last stage's last chunk, the head and loss alone (Llama 3's layout,
+    // Sec. 3.3.2; Megatron-Core's --account-for-embedding/loss-in-pipeline-split).
+    for (int s = 0; s < plan.pp; ++s) {
+      const int n = plan.stage_layers[s], least = plan.virtual_stages - (s == 0) - (s == plan.pp - 1);
+      if (n < least)
         throw InputError(fmt::format(
-            "parallel.schedule = interleaved: a stage of {} layers cannot hold parallel.virtual_stages = {} model "
-            "chunks (every chunk needs >= 1 layer); lower virtual_stages or set parallel.stage_layers",
-            n, plan.virtual_stages));
+            "parallel.schedule = interleaved: stage {} of {} layers cannot hold parallel.virtual_stages = {} model "
+            "chunks (every chunk needs >= 1 layer, but for the first stage's first chunk, which may hold the "
+            "embedding alone, and the last stage's last chunk, the head alone); lower virtual_stages or set "
+            "parallel.stage_layers", s, n, plan.virtual_stages));
+    }
     // Megatron-Core's bounds (schedules.py): a group spans pp to m micro-batches, and the last
     // group (the remainder) is empty or at least pp long, else the pipeline waits on itself.
     const int m = plan.micro_batches(), group = plan.microbatch_group_or_pp();

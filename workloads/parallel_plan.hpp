@@ -50,6 +50,8 @@ Recompute parse_recompute(std::string_view text, std::string_view key);
 Schedule parse_schedule(std::string_view text, std::string_view key);
 Attention parse_attention(std::string_view text, std::string_view key);
 GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view key);
+// Bytes per Adam moment that training.optimizer_moments names: fp32 (4) or bf16 (2).
+double parse_optimizer_moments(std::string_view text, std::string_view key);
 // How the context-parallel ranks exchange keys and values: p2p, a ring of sends overlapped with
 // the attention of the chunk in hand (Megatron-Core / Transformer Engine's default cp_comm_type);
 // all_gather, the whole K and V gathered before the attention (Llama 3's choice).
@@ -101,6 +103,8 @@ struct ParallelPlan {
   bool moe_shared_expert_overlap = false;
   // How the MoE tokens travel (workloads/moe_dispatch.hpp).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
+  // Where the router's weights apply, and so what their gradient keeps (workloads/moe_dispatch.hpp).
+  MoeProbs moe_probs = MoeProbs::combine;
   // GPUs per node, rank r running on GPU r: where the EP groups' ranks sit (0: unplaced, a
   // program built without a cluster, where only the alltoall dispatcher runs).
   int gpus_per_node = 0;
@@ -124,6 +128,10 @@ struct ParallelPlan {
   double weight_bytes = 2;           // bytes per parameter/activation element (bf16/fp16: 2)
   Recipe recipe = Recipe::none;      // FP8/FP4 recipe of the linear layers' GEMMs (training.precision)
   bool loss_scaling = false;         // fp16: gradients are unscaled and checked for inf/NaN each step
+  // Bytes of each of Adam's moments per parameter: 4 (fp32), or 2 with BF16 moments (DeepSeek-V3
+  // Sec. 3.3.3; Megatron-Core's --use-precision-aware-optimizer with --exp-avg-dtype and
+  // --exp-avg-sq-dtype bf16). The fp32 master weights stay.
+  double moment_bytes = 4;
   GradAccumulation grad_accumulation = GradAccumulation::fused;
   // Elementwise kernels fused as Megatron, Transformer Engine and torch.compile run them (one
   // kernel per RMSNorm, rotary embedding and SwiGLU); false: PyTorch eager, one kernel per

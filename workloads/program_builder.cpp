@@ -4,7 +4,7 @@
 // the last backward pass produces them; reduce-scatter + all-gather with a sharded optimizer),
 // FSDP parameter gathers per layer (ZeRO-3), the tied-embedding all-reduce and the optimizer step.
 // Memory: static weights, gradients and optimizer state (mixed-precision Adam: 2 + 2 + 12 bytes
-// per parameter, the ZeRO stage sharding them over DP x CP), activations as ops keep and free them.
+// per parameter, 8 with BF16 moments, the ZeRO stage sharding them over DP x CP), activations as ops keep and free them.
 #include <algorithm>
 #include <cassert>
 #include <deque>
@@ -411,7 +411,8 @@ class StageBuilder {
     // Megatron's mixed-precision step on fp32 master weights, as HBM passes per parameter: copy
     // the low-precision gradient into the fp32 main gradient (e + 4; not needed when the GEMMs
     // or an fp32 buffer accumulate into it), unscale and check it for inf/NaN under fp16 loss scaling (4 + 4), its
-    // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 28), and the copy
+    // norm for clipping (4), Adam (read master, grad, m, v; write master, m, v: 12 + 4 x the
+    // moment's bytes, 28 with fp32 moments), and the copy
     // back to the low-precision weights (4 + e).
     const double shard = plan_.zero_stage >= 1 ? params / plan_.grad_ranks() + experts / edp : params + experts;
     // DualPipe: the mirror rank computed gradients of the same two stages; the pair sums its
@@ -422,7 +423,7 @@ class StageBuilder {
     const double grad_copy = plan_.grad_accumulation == GradAccumulation::separate ? e() + 4 : 0;
     OpSpec step;
     step.kind = OpKind::optimizer_step;
-    step.bytes = shard * (grad_copy + (plan_.loss_scaling ? 8 : 0) + 4 + 28 + (4 + e()));
+    step.bytes = shard * (grad_copy + (plan_.loss_scaling ? 8 : 0) + 4 + 12 + 4 * plan_.moment_bytes + (4 + e()));
     step.flops = 16 * shard;
     prev = add(step, Phase::optimizer, -1, -1, {prev, last_dp()});
     if (plan_.grad_ranks() > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))

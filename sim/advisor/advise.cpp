@@ -379,6 +379,7 @@ FrameworkSetup framework_setup(const std::string& name, const std::string& preci
   f.training.attention = parse_attention(text("training.attention"), "training.attention");
   f.training.dropout = text("training.dropout") == "true";
   f.training.fused_kernels = text("training.fused_kernels") == "true";
+  f.training.moe_probs = parse_moe_probs(text("training.moe_probs"), "training.moe_probs");
   f.training.sequence_parallel = text("parallel.sequence_parallel") == "true";
   f.training.zero_stage = std::stoi(text("parallel.zero_stage"));
   f.training.grad_accumulation = parse_grad_accumulation(text("training.grad_accumulation"), "training.grad_accumulation");

@@ -44,6 +44,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.grad_reduce_fp32", "false", kMegatronGradFp32, PC::fp16},
                    {"parallel.sequence_parallel", "false", "sequence parallelism came with Megatron-LM v3 (2022)"},
                    {"parallel.zero_stage", "0", "no distributed optimizer before 2022: every DP rank keeps Adam state"},
+                   {"training.moe_probs", "combine",
+                    "no MoE layers in Megatron-LM v2; combine, as its first MoE layers (Megatron-Core moe_utils.unpermute with probs) ran"},
                    {"cluster.nccl_version", "2.8",
                     "NCCL of 2021: the NGC PyTorch 21.02-21.06 containers ship NCCL 2.8.4-2.9.9; the 2021-era 8 x A100 "
                     "sweep (shared/validation/collectives.csv c0001-c0020) is the one its profile reproduces"},
@@ -66,6 +68,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.grad_reduce_fp32", "false", kMegatronGradFp32, PC::fp16},
                    {"parallel.sequence_parallel", "false", "megatron/arguments.py: --sequence-parallel is opt-in"},
                    {"parallel.zero_stage", "0", "megatron/arguments.py: --use-distributed-optimizer is opt-in"},
+                   {"training.moe_probs", "combine",
+                    "no MoE layers in Megatron-LM v3; combine, as its first MoE layers (Megatron-Core moe_utils.unpermute with probs) ran"},
                    {"cluster.nccl_version", "2.12",
                     "the NGC PyTorch 22.04-22.09 containers ship NCCL 2.12"},
                }});
@@ -94,6 +98,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.zero_stage", "1",
                     "tr11-176B-ml.slurm: --zero-stage 0, and deepspeed/runtime/bf16_optimizer.py shards the fp32 state "
                     "over DP and all-gathers the bf16 weights (a ZeRO-1 equivalent)"},
+                   {"training.moe_probs", "combine",
+                    "deepspeed/moe/sharded_moe.py MOELayer: the expert outputs are combined by an einsum with combine_weights, which autograd keeps with them"},
                    {"cluster.nccl_version", "2.10.3",
                     "BigScience's tr11 environment: PyTorch 1.11, whose wheels bundle NCCL 2.10.3"},
                }});
@@ -125,6 +131,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.sequence_parallel", "false", "nothing to shard without TP", PC::no_tensor_parallel},
                    {"parallel.zero_stage", "1",
                     "NeMo recipes: use_distributed_optimizer = True (optimizer state sharded over DP)"},
+                   {"training.moe_probs", "activation",
+                    "megatron/core/transformer/moe/README.md, MCore v0.13 (2025/07): the probs multiplication moves from the un-permutation to the GroupedMLP activation (experts.py activation_func_with_probs; Transformer Engine moe_permute_with_probs, PR 1468), so the un-permutation keeps no input"},
                    {"cluster.nccl_version", "2.21.5",
                     "PyTorch 2.5 and 2.6 (2024-2025) require nvidia-nccl-cu12 2.21.5; NGC 24.xx containers ship "
                     "2.21-2.23, the same profile"},
@@ -144,6 +152,8 @@ std::vector<FrameworkProfile> make_profiles() {
                     "deepspeed/runtime/zero/stage3.py: communication_data_type defaults to the model's dtype"},
                    {"parallel.sequence_parallel", "false", "no sequence parallelism"},
                    {"parallel.zero_stage", "3", "ZeRO stage 3"},
+                   {"training.moe_probs", "combine",
+                    "deepspeed/moe/sharded_moe.py MOELayer: combine_weights einsum over the expert outputs"},
                    {"cluster.nccl_version", "2.10.3",
                     "PyTorch 1.10-1.12 wheels bundle NCCL 2.10.3"},
                }});
@@ -168,6 +178,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.sequence_parallel", "false", "nothing to shard without TP", PC::no_tensor_parallel},
                    {"parallel.zero_stage", "3",
                     "torchtitan/parallelisms/parallelize_llama.py: fully_shard, reshard_after_forward = True"},
+                   {"training.moe_probs", "combine",
+                    "torchtitan/models/moe.py: score_before_experts multiplies the routed inputs by the scores in fp32, and autograd keeps the unweighted copies (as many bytes as the combine keeps)"},
                    {"cluster.nccl_version", "2.21.5",
                     "PyTorch 2.5 and 2.6 (torchtitan 2024-2025) require nvidia-nccl-cu12 2.21.5"},
                }});
@@ -189,6 +201,8 @@ std::vector<FrameworkProfile> make_profiles() {
                    {"parallel.sequence_parallel", "false", "no tensor parallelism in the benchmarks"},
                    {"parallel.zero_stage", "3",
                     "scripts/train/benchmarking/README.md: fsdp_config sharding_strategy FULL_SHARD"},
+                   {"training.moe_probs", "combine",
+                    "llm-foundry MoE through MegaBlocks (megablocks/layers/moe.py: the scatter weights the expert outputs by the top-k scores and keeps them)"},
                    {"cluster.nccl_version", "2.14.3",
                     "llm-foundry 2023 ran PyTorch 1.13-2.0, whose wheels require nvidia-nccl-cu11 2.14.3"},
                }});

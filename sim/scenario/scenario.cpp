@@ -365,6 +365,8 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
   p.moe_load_imbalance = v.real("training.moe_load_imbalance", 1, 1e6);
   p.moe_capacity_factor = v.real("training.moe_capacity_factor", 0, 1e6);
   p.fused_kernels = v.boolean("training.fused_kernels");
+  p.moment_bytes = v.parsed([&] { return parse_optimizer_moments(v.text("training.optimizer_moments"), "training.optimizer_moments"); });
+  p.moe_probs = v.parsed([&] { return parse_moe_probs(v.text("training.moe_probs"), "training.moe_probs"); });
   p.grad_accumulation = v.parsed([&] { return parse_grad_accumulation(v.text("training.grad_accumulation"), "training.grad_accumulation"); });
   p.tp = v.size_or_auto("parallel.tp");
   p.pp = v.size_or_auto("parallel.pp");
