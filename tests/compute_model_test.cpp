@@ -81,7 +81,7 @@ TEST_CASE("a kernel that starts while a collective is resident runs on the SMs N
   // does, so it takes its nominal time x 108/84; the input-gradient GEMM before it does not.
   const ModelShape& m = find_model("gpt-1.7b");
   ParallelPlan p = plan_of(2, 1, 1, 1, 1, Recompute::none);
-  p.tp_overlap = true;
+  p.tp_overlap = TpOverlap::backward;
   validate_plan(p, m, 2);
   const Program prog = build_program(m, p);
   const StageProgram& s = prog.stages[0];

@@ -67,7 +67,8 @@ TEST_CASE("DualPipe and DeepEP each shorten the DeepSeek-V3 step", "[scenario][d
   CHECK(fit / kGiB == Approx(r.summary.peak_memory_gib).epsilon(0.01));
 }
 
-TEST_CASE("the DeepSeek-V3 step is within 15 % of the report's rate and fits the H800", "[scenario][deepseek-v3][flagship]") {
+// Hidden from the default run (and the sanitized one): ctest runs it by tag.
+TEST_CASE("the DeepSeek-V3 step is within 15 % of the report's rate and fits the H800", "[.flagship][deepseek-v3]") {
   // The issue's bound, on the whole scenario (every rank of 2,048): 180K H800 GPU hours per
   // trillion tokens (Sec. 1) are 1e12 / (180e3 x 3600) = 1,543 tokens/s per GPU.
   Scenario v3 = load_v3({"--output.trace_detail=summary"});

@@ -80,12 +80,19 @@ TEST_CASE("the Llama 3 405B 8,192-GPU scenario is Table 4's first row", "[scenar
   CHECK(p.zero_stage == sixteen.plan.zero_stage);
 }
 
-TEST_CASE("the Llama 3 405B 8,192-GPU step is within 10 % of Table 4", "[scenario][llama3][flagship]") {
-  // The issue's bound on the whole scenario (every rank of 8,192; TP groups folded, the same
-  // result): 430 model TFLOP/s per GPU, attention counted in full as PaLM's formula and dtsim's
-  // model FLOPs do. The interleaved schedule's empty end chunks cut its bubble.
+// The issue's bound on the whole scenarios (every rank; TP groups folded, the same result): model
+// TFLOP/s per GPU within 10 % of Table 4's, attention counted in full as PaLM's formula and dtsim's
+// model FLOPs do. Hidden from the default run (and the sanitized one): ctest runs them by tag.
+TEST_CASE("the Llama 3 405B 8,192-GPU step is within 10 % of Table 4", "[.flagship][llama3]") {
   Scenario eight = load_flagship({"--output.trace_detail=summary"}, "llama3-405b-8k.ini");
   const EngineResult r = run_scenario(eight, "", 2, true);
   CHECK(std::abs(r.summary.model_tflops_per_gpu / 430 - 1) <= 0.10);
+  CHECK(!r.summary.oom);
+}
+
+TEST_CASE("the Llama 3 405B 16,384-GPU step is within 10 % of Table 4", "[.flagship][llama3]") {
+  Scenario sixteen = load_flagship({"--output.trace_detail=summary"});
+  const EngineResult r = run_scenario(sixteen, "", 2, true);
+  CHECK(std::abs(r.summary.model_tflops_per_gpu / 400 - 1) <= 0.10);
   CHECK(!r.summary.oom);
 }

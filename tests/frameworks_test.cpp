@@ -61,7 +61,7 @@ TEST_CASE("a profile fills the keys the scenario leaves out; given keys win", "[
   CHECK(core.framework == "megatron-core");  // the key's default
   CHECK(core.plan.attention == Attention::flash);
   CHECK(core.plan.sequence_parallel);  // tp = 2
-  CHECK(core.plan.tp_overlap);
+  CHECK(core.plan.tp_overlap == TpOverlap::userbuffers);
   CHECK(core.plan.grad_accumulation == GradAccumulation::fused);
   CHECK(core.plan.zero_stage == 1);
 

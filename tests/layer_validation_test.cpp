@@ -34,7 +34,7 @@ double layer_seconds(Recompute recompute, bool sequence_parallel) {
   p.recompute = recompute;
   p.sequence_parallel = sequence_parallel;
   p.loss_scaling = true;
-  p.tp_overlap = true;  // Megatron-LM 2022: TP communication overlapped in the backward pass
+  p.tp_overlap = TpOverlap::backward;  // Megatron-LM 2022: TP communication overlapped in the backward pass
   ClusterConfig c;
   const ClusterGraph g = build_cluster(c);
   validate_plan(p, m, g.num_gpus());

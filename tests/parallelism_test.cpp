@@ -296,16 +296,25 @@ TEST_CASE("a 1F1B stage peaks at pp micro-batches of activations on top of its s
   CHECK(r.ranks[0].peak_memory_bytes == Approx(expected).epsilon(0.02));
 }
 
+namespace {
+
+// One micro-batch on a TP pair, with or without sequence parallelism, under `overlap`.
+ParallelPlan tp_pair(const ModelShape& m, bool sp, TpOverlap overlap) {
+  ParallelPlan p = plan_of(2, 1, 1, 1, 1, Recompute::none);
+  p.sequence_parallel = sp;
+  p.tp_overlap = overlap;
+  validate_plan(p, m, 2);
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("with tp_overlap the backward TP collectives overlap the weight-gradient GEMMs", "[program]") {
   const ModelShape& m = find_model("gpt-1.7b");
   for (bool sp : {false, true}) {
-    ParallelPlan p = plan_of(2, 1, 1, 1, 1, Recompute::none);
-    p.sequence_parallel = sp;
-    p.tp_overlap = true;
-    validate_plan(p, m, 2);
-    const Program prog = build_program(m, p);
+    const Program prog = build_program(m, tp_pair(m, sp, TpOverlap::backward));
     const StageProgram& s = prog.stages[0];
-    auto deps_of = [&](int op) { return std::set<int>(s.deps.begin() + s.dep_begin[op], s.deps.begin() + s.dep_begin[op + 1]); };
+    auto deps_of = [&](int op) { return test::deps_of(s, op); };
     int checked = 0;
     for (int i = 0; i + 3 < s.size(); ++i) {
       if (s.phase[i] != Phase::backward || s.gemm_part[i] != GemmPart::input_grad) continue;
@@ -338,7 +347,7 @@ TEST_CASE("tp_overlap shortens a TP step by hiding its backward reductions", "[p
   double step_s[2] = {};
   for (bool overlap : {false, true}) {
     ParallelPlan p = plan_of(2, 1, 1, 1, 1, Recompute::none);
-    p.tp_overlap = overlap;
+    p.tp_overlap = overlap ? TpOverlap::backward : TpOverlap::none;
     validate_plan(p, m, 2);
     const Program prog = build_program(m, p);
     for (int i = 0; i < prog.stages[0].size(); ++i)
@@ -347,4 +356,54 @@ TEST_CASE("tp_overlap shortens a TP step by hiding its backward reductions", "[p
         Engine(prog, g, find_gpu("A100-SXM4-80GB"), Precision::bf16).run(nullptr, TraceDetail::summary).summary.step_time_s;
   }
   CHECK(step_s[1] < step_s[0]);
+}
+
+TEST_CASE("userbuffers overlap runs each sequence-parallel collective beside its GEMM, both ways", "[program][engine]") {
+  // Transformer Engine's comm-GEMM overlap: the all-gathers feeding QKV and MLP-up and the
+  // reduce-scatters after the output projection and MLP-down run beside those GEMMs; in the
+  // backward pass the gradient's all-gather beside the output GEMMs' backward.
+  const ModelShape& m = find_model("gpt-1.7b");
+  const ParallelPlan p = tp_pair(m, true, TpOverlap::userbuffers);
+  const Program prog = build_program(m, p);
+  const StageProgram& s = prog.stages[0];
+  auto deps_of = [&](int op) { return test::deps_of(s, op); };
+  int gathers = 0, scatters = 0, gradient_gathers = 0;
+  for (int i = 0; i + 2 < s.size(); ++i) {
+    if (s.layer[i] < 0) continue;
+    const OpKind k = s.kind[i], next = s.kind[i + 1];
+    INFO("op " << i);
+    if (s.phase[i] == Phase::forward && k == OpKind::tp_all_gather) {
+      REQUIRE((next == OpKind::qkv_proj || next == OpKind::fc1));
+      CHECK(deps_of(i + 1).count(i) == 0);  // the GEMM does not wait for the gather
+      CHECK(deps_of(i + 2).count(i) == 1);  // the op after it does
+      ++gathers;
+    } else if (s.phase[i] == Phase::forward && k == OpKind::tp_reduce_scatter) {
+      REQUIRE((next == OpKind::out_proj || next == OpKind::fc2));
+      CHECK(deps_of(i + 1).count(i) == 0);
+      CHECK(deps_of(i + 2).count(i) == 1);
+      ++scatters;
+    } else if (s.phase[i] == Phase::backward && k == OpKind::tp_all_gather &&
+               (next == OpKind::out_proj || next == OpKind::fc2)) {
+      CHECK(deps_of(i + 1).count(i) == 0);
+      CHECK(deps_of(i + 2).count(i) == 1);
+      ++gradient_gathers;
+    }
+  }
+  CHECK(gathers == 2 * m.layers);
+  CHECK(scatters == 2 * m.layers);
+  CHECK(gradient_gathers == 2 * m.layers);
+  // The step is shorter than with the backward pass's overlap alone.
+  ClusterConfig c;
+  c.gpus_per_node = 2;
+  const ClusterGraph g = build_cluster(c);
+  ParallelPlan backward = p;
+  backward.tp_overlap = TpOverlap::backward;
+  const auto step = [&](const ParallelPlan& plan) {
+    return Engine(build_program(m, plan), g, find_gpu("A100-SXM4-80GB"), Precision::bf16)
+        .run(nullptr, TraceDetail::summary)
+        .summary.step_time_s;
+  };
+  CHECK(step(p) < step(backward));
+  CHECK(parse_tp_overlap("userbuffers", "parallel.tp_overlap") == TpOverlap::userbuffers);
+  CHECK_THROWS_WITH(parse_tp_overlap("yes", "parallel.tp_overlap"), Catch::Contains("parallel.tp_overlap = 'yes'"));
 }

@@ -1,6 +1,8 @@
-// Helpers shared by the program tests: a plan from its sizes, and the activation bytes a layer's
-// forward ops allocate.
+// Helpers shared by the program tests: a plan from its sizes, an op's dependencies, and the
+// activation bytes a layer's forward ops allocate.
 #pragma once
+#include <set>
+
 #include "workloads/program.hpp"
 
 namespace dtsim::test {
@@ -15,6 +17,11 @@ inline ParallelPlan plan_of(int tp, int pp, int dp, int mb, int gb, Recompute r,
   p.recompute = r;
   p.zero_stage = zero;
   return p;
+}
+
+// The ops that op `op` of stage program `s` waits for.
+inline std::set<int> deps_of(const StageProgram& s, int op) {
+  return std::set<int>(s.deps.begin() + s.dep_begin[op], s.deps.begin() + s.dep_begin[op + 1]);
 }
 
 // Activation bytes allocated by the forward ops of one layer of micro-batch 0 on stage 0.

@@ -202,7 +202,29 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) 
     for (OpSpec& op : ops) op.saved = 0;
     ops.front().saved = checkpoint_bytes();
   }
+  overlap_tp_with_gemms(ops);
   return ops;
+}
+
+// Transformer Engine's userbuffers overlap (Megatron-Bridge's and NeMo's TransformerLayerTPOverlapCfg:
+// qkv_fprop and fc1_fprop ring exchange, proj_fprop and fc2_fprop pipelined or ring exchange): the
+// all-gather before a QKV or MLP-input GEMM runs beside it, and the reduce-scatter after an
+// output-projection or MLP-output GEMM goes ahead of it to run beside it, both as copy-engine
+// transfers that leave the GEMM its SMs (ring exchange; the reduce-scatter's one-SM margin is
+// left out). backward_of puts the
+// reduce-scatter back after its GEMM to find its conjugate all-gather's place.
+void LayerOps::overlap_tp_with_gemms(std::vector<OpSpec>& ops) const {
+  if (plan_.tp_overlap != TpOverlap::userbuffers || !plan_.sequence_parallel || t() == 1) return;
+  for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
+    const OpKind next = ops[i + 1].kind;
+    if (ops[i].kind == OpKind::tp_all_gather && (next == OpKind::qkv_proj || next == OpKind::fc1)) {
+      ops[i].async = ops[i].sm_free = true, ops[i].overlaps = 1;
+    } else if (next == OpKind::tp_reduce_scatter && (ops[i].kind == OpKind::out_proj || ops[i].kind == OpKind::fc2)) {
+      std::swap(ops[i], ops[i + 1]);
+      ops[i].async = ops[i].sm_free = true, ops[i].overlaps = 1;
+      ++i;
+    }
+  }
 }
 
 std::vector<OpSpec> LayerOps::module_reruns(const std::vector<OpSpec>& layer) const {
@@ -282,6 +304,10 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
   // In reverse order; an asynchronous all-to-all goes back ahead of the compute ops it ran beside,
   // which it runs beside again (their backward does not need its gradients).
   std::vector<OpSpec> reversed(forward.rbegin(), forward.rend());
+  // A reduce-scatter that ran beside the GEMM before it (userbuffers) goes back behind it, so its
+  // conjugate all-gather comes ahead of the GEMM's backward.
+  for (std::size_t j = 1; j < reversed.size(); ++j)
+    if (reversed[j].kind == OpKind::tp_reduce_scatter && reversed[j].async) std::swap(reversed[j - 1], reversed[j]);
   for (std::size_t j = 0; j < reversed.size(); ++j) {
     if (!is_all_to_all(reversed[j].comm) || !reversed[j].async) continue;
     std::size_t to = j;
@@ -306,8 +332,13 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
     if (it->comm != CommKind::none) {
       // SP: an all-gather's conjugate is a reduce-scatter and vice versa; an all-reduce leaving a
       // row-parallel region is an identity backward (its input-side twin is emitted below).
-      if (it->kind == OpKind::tp_reduce_scatter)
-        ops.push_back(tp_collective(OpKind::tp_all_gather, CommKind::all_gather, bytes));
+      if (it->kind == OpKind::tp_reduce_scatter) {
+        // Userbuffers: the gradient's all-gather beside the GEMM's backward (proj_dgrad and
+        // fc2_dgrad ring exchange).
+        OpSpec gather = tp_collective(OpKind::tp_all_gather, CommKind::all_gather, bytes);
+        gather.async = gather.sm_free = it->async;
+        ops.push_back(gather);
+      }
       else if (it->kind == OpKind::tp_all_gather)
         ops.push_back(tp_collective(OpKind::tp_reduce_scatter, CommKind::reduce_scatter, bytes));
       continue;
@@ -316,7 +347,7 @@ std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) co
     op.saved = 0;
     op.flops *= 2;
     op.bytes = it->backward_bytes;
-    if (op.column_parallel && t() > 1 && plan_.tp_overlap) {
+    if (op.column_parallel && t() > 1 && plan_.tp_overlap != TpOverlap::none) {
       const auto next = std::next(it);
       const bool gathered = next != reversed.end() && next->kind == OpKind::tp_all_gather;
       if (plan_.sequence_parallel == gathered) {

@@ -55,6 +55,7 @@ class LayerOps {
   int t() const { return plan_.tp; }
   OpSpec gemm(OpKind kind, double m, double n, double k, double batch = 1) const;
   void column_parallel_backward(const OpSpec& forward, std::vector<OpSpec>& ops) const;
+  void overlap_tp_with_gemms(std::vector<OpSpec>& ops) const;
   OpSpec elementwise(OpKind kind, double bytes, double backward_bytes, double flops) const;
   static OpSpec collective(OpKind kind, Stream stream, Group group, CommKind comm, double bytes);
   OpSpec tp_collective(OpKind kind, CommKind comm, double bytes) const;

@@ -29,6 +29,9 @@ struct OpSpec {
   // pass; the MoE all-to-alls beside the shared experts).
   bool async = false;
   int overlaps = 1;
+  // A collective whose transfers take no SMs from the kernels beside it (copy-engine ring
+  // exchange: Transformer Engine's userbuffers overlap).
+  bool sm_free = false;
   // Context parallelism: the attention op that closes the block of a layer's context-parallel
   // attention (the last K/V chunk's attention with p2p, the whole attention with all_gather);
   // cp_whole_flops and cp_whole_bytes are the whole attention's and cp_kv_bytes the keys and
@@ -56,6 +59,7 @@ inline int append_op(StageProgram& p, const OpSpec& s, Phase phase, int layer, i
   p.gemm_part.push_back(s.gemm_part);
   p.comm.push_back(s.comm);
   p.group.push_back(s.group);
+  p.sm_free.push_back(s.sm_free);
   return id;
 }
 

@@ -74,6 +74,19 @@ GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view
   throw InputError(fmt::format("{} = '{}': valid values are fused, separate, fp32_buffer", key, text));
 }
 
+TpOverlap parse_tp_overlap(std::string_view text, std::string_view key) {
+  if (text == "false") return TpOverlap::none;
+  if (text == "true") return TpOverlap::backward;
+  if (text == "userbuffers") return TpOverlap::userbuffers;
+  throw InputError(fmt::format("{} = '{}': valid values are false, true (the backward pass's TP communication beside "
+                               "its GEMMs) and userbuffers (Transformer Engine's comm-GEMM overlap, forward and "
+                               "backward)", key, text));
+}
+
+std::string_view tp_overlap_name(TpOverlap t) {
+  return t == TpOverlap::none ? "false" : t == TpOverlap::backward ? "true" : "userbuffers";
+}
+
 double parse_optimizer_moments(std::string_view text, std::string_view key) {
   if (text == "fp32") return 4;
   if (text == "bf16") return 2;

@@ -45,11 +45,21 @@ bool fused_attention(Attention a);
 // precision (Megatron before 2022, PyTorch autograd, FSDP, DeepSpeed ZeRO); fp32_buffer, cast to
 // fp32 and added into an fp32 buffer (DeepSpeed's BF16_Optimizer: hp_grad.add_(lp_grad.float())).
 enum class GradAccumulation { fused, separate, fp32_buffer };
+// How TP communication overlaps computation (parallel.tp_overlap). none: every TP collective
+// blocks the layer. backward: Megatron's asynchronous TP communication of the backward pass, the
+// input-gradient all-reduce (or, with SP, its reduce-scatter and the input's re-gather) beside the
+// weight-gradient and input-gradient GEMMs (written `true`). userbuffers: Transformer Engine's
+// comm-GEMM overlap (Megatron-Core --tp-comm-overlap) on top of that: with SP, each all-gather
+// feeding a QKV or MLP-input GEMM and each reduce-scatter after an output-projection or
+// MLP-output GEMM runs beside that GEMM (ring exchange / pipelined chunks), forward and backward.
+enum class TpOverlap { none, backward, userbuffers };
 
 Recompute parse_recompute(std::string_view text, std::string_view key);
 Schedule parse_schedule(std::string_view text, std::string_view key);
 Attention parse_attention(std::string_view text, std::string_view key);
 GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view key);
+TpOverlap parse_tp_overlap(std::string_view text, std::string_view key);
+std::string_view tp_overlap_name(TpOverlap t);
 // Bytes per Adam moment that training.optimizer_moments names: fp32 (4) or bf16 (2).
 double parse_optimizer_moments(std::string_view text, std::string_view key);
 // How the context-parallel ranks exchange keys and values: p2p, a ring of sends overlapped with
@@ -93,10 +103,9 @@ struct ParallelPlan {
   int microbatch_group = 0;
   int microbatch_group_or_pp() const { return microbatch_group > 0 ? microbatch_group : pp; }
   bool sequence_parallel = false;    // Megatron SP: norms/dropout sharded, TP all-gather + reduce-scatter
-  // TP communication of the backward pass overlapped with the weight-gradient GEMMs (Megatron's
-  // asynchronous TP all-reduce / sequence-parallel all-gather and reduce-scatter); the GEMM then
-  // runs on the SMs the NCCL kernel leaves it (ComputeModel::comm_overlap_slowdown).
-  bool tp_overlap = false;
+  // TP communication overlapped with the GEMMs (TpOverlap); a GEMM beside a collective runs on
+  // the SMs the NCCL kernel leaves it (ComputeModel::comm_overlap_slowdown).
+  TpOverlap tp_overlap = TpOverlap::none;
   // MoE with shared experts (Megatron-Core's --moe-shared-expert-overlap): the dispatch all-to-all
   // runs beside the shared experts' first GEMM and activation, the combine beside their second
   // GEMM, in the forward pass and mirrored in the backward.

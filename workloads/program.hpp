@@ -103,6 +103,7 @@ struct StageProgram {
   std::vector<GemmPart> gemm_part;
   std::vector<CommKind> comm;
   std::vector<Group> group;
+  std::vector<char> sm_free;              // a collective that leaves every SM to the kernels beside it
   // Memory changes (CSR): op i changes mem_changes[mem_begin[i] .. mem_begin[i+1]).
   std::vector<std::int32_t> mem_begin{0};
   std::vector<MemChange> mem_changes;

@@ -112,7 +112,7 @@ double pass_s(const EstimateContext& c, const std::vector<OpSpec>& ops, bool bac
     for (std::size_t j = i + 1, left = op.overlaps; j < ops.size() && left > 0; ++j)
       if (ops[j].comm == CommKind::none) beside += kernel_s(ops[j]), --left;
     const double hidden = std::min(comm, beside);
-    sum += comm - hidden + overlap_cost(c, hidden);
+    sum += comm - hidden + (op.sm_free ? 0 : overlap_cost(c, hidden));
   }
   return sum;
 }
@@ -383,7 +383,7 @@ FrameworkSetup framework_setup(const std::string& name, const std::string& preci
   f.training.sequence_parallel = text("parallel.sequence_parallel") == "true";
   f.training.zero_stage = std::stoi(text("parallel.zero_stage"));
   f.training.grad_accumulation = parse_grad_accumulation(text("training.grad_accumulation"), "training.grad_accumulation");
-  f.tp_overlap = text("parallel.tp_overlap") == "true";
+  f.tp_overlap = parse_tp_overlap(text("parallel.tp_overlap"), "parallel.tp_overlap");
   f.dp_overlap = text("parallel.dp_overlap") == "true";
   f.training.grad_reduce_fp32 = text("parallel.grad_reduce_fp32") == "true";
   return f;

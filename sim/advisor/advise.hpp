@@ -24,7 +24,8 @@ namespace dtsim {
 // InputError for an unknown name.
 struct FrameworkSetup {
   TrainingSetup training;
-  bool tp_overlap = false, dp_overlap = true;
+  TpOverlap tp_overlap = TpOverlap::none;
+  bool dp_overlap = true;
 };
 FrameworkSetup framework_setup(const std::string& name, const std::string& precision = "bf16");
 

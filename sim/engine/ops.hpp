@@ -42,6 +42,7 @@ struct EngineOp {
   bool memory_bound : 1 = false, recompute : 1 = false;
   bool pipeline : 1 = false;  // brings a pipeline message (a receive, or the TP all-gather of a scattered one)
   bool observed : 1 = false;  // an op of another sequence waits for this one's end (rank.hpp)
+  bool sm_free : 1 = false;   // a collective that takes no SMs from the kernels beside it
 };
 static_assert(sizeof(EngineOp) == 32);
 
@@ -72,6 +73,7 @@ struct StageOps {
       if (p.gemm_m[op] > 0) e.flops = p.flops[op];
       e.recompute = p.phase[op] == Phase::recompute;
       e.pipeline = p.kind[op] == OpKind::pp_recv || p.kind[op] == OpKind::pp_all_gather;
+      e.sm_free = p.sm_free[op] != 0;
       e.mem_begin = p.mem_begin[op];
       const int mem_count = p.mem_begin[op + 1] - p.mem_begin[op];
       if (mem_count > 255) throw std::logic_error("engine: an op with more than 255 memory changes");

@@ -80,7 +80,8 @@ void RankEvents::apply_memory(RankState& s, int rank, TimeNs time, const EngineO
 }
 
 // A kernel that starts while a collective's kernel holds SMs runs on the SMs left to it: NCCL's
-// while an NCCL collective is resident, DeepEP's while only its dispatch hops are.
+// while an NCCL collective is resident, DeepEP's while only its dispatch hops are (a copy-engine
+// collective, sm_free, holds none).
 TimeNs RankEvents::kernel_time(const RankState& s, const EngineOp& e) const {
   const double slowdown = s.collectives_in_flight == 0                     ? 1.0
                           : s.collectives_in_flight > s.two_hop_in_flight ? comm_slowdown_
@@ -114,7 +115,7 @@ void RankEvents::try_start(RankState& s, int rank, int stream, TimeNs now, bool 
   s.deps_known[stream] = 0;
   apply_memory(s, rank, now, e, false);
   if (e.comm != CommKind::none) {
-    if (is_collective(e.comm)) ++s.collectives_in_flight;
+    if (is_collective(e.comm) && !e.sm_free) ++s.collectives_in_flight;
     if (is_two_hop(e.comm)) ++s.two_hop_in_flight;
     s.actions.push_back(Action{now, rank, s.action_seq++, op});
     return;
@@ -218,7 +219,7 @@ void RankEvents::finish(RankState& s, int rank, const LocalEvent& ev) const {
   }
   s.last_end = std::max(s.last_end, ev.time);
   if (e.comm != CommKind::recv) s.busy[static_cast<int>(e.stream)] = false;
-  if (is_collective(e.comm)) --s.collectives_in_flight;
+  if (is_collective(e.comm) && !e.sm_free) --s.collectives_in_flight;
   if (is_two_hop(e.comm)) --s.two_hop_in_flight;
   if (e.comm == CommKind::none) s.compute_idle_since = ev.time;
   // Communication first: a collective posted at the same instant as a kernel is launched

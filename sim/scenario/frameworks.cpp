@@ -116,8 +116,11 @@ std::vector<FrameworkProfile> make_profiles() {
                     "megatron/core/model_parallel_config.py: gradient_accumulation_fusion = True with TE"},
                    {"training.fused_kernels", "true",
                     "Transformer Engine fused RMSNorm/LayerNorm, fused RoPE (apply_rope_fusion) and fused SwiGLU (bias_swiglu_fusion)"},
-                   {"parallel.tp_overlap", "true",
-                    "megatron/core/tensor_parallel/layers.py async all-reduce / TE tp_comm_overlap in NeMo recipes"},
+                   {"parallel.tp_overlap", "userbuffers",
+                    "NeMo and Megatron-Bridge performance recipes (llama3 70B, llama31 405B on H100): CommOverlapConfig / "
+                    "MegatronCommOverlapCallback tp_comm_overlap = True with userbuffers_bf16_h100_* configs "
+                    "(qkv/fc1 fprop and proj/fc2 dgrad ring exchange, proj/fc2 fprop overlapped reduce-scatter, "
+                    "qkv/fc1 dgrad and wgrad bulk overlap)"},
                    {"parallel.dp_overlap", "true",
                     "megatron/core/distributed/distributed_data_parallel_config.py overlap_grad_reduce "
                     "(on in NeMo's recipes)"},

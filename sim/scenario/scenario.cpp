@@ -380,7 +380,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
   p.microbatch_group = v.text("parallel.microbatch_group") == "auto" ? 0 : v.integer("parallel.microbatch_group", 1);
   p.sequence_parallel = v.boolean("parallel.sequence_parallel");
   p.dp_overlap = v.boolean("parallel.dp_overlap");
-  p.tp_overlap = v.boolean("parallel.tp_overlap");
+  p.tp_overlap = v.parsed([&] { return parse_tp_overlap(v.text("parallel.tp_overlap"), "parallel.tp_overlap"); });
   p.moe_shared_expert_overlap = v.boolean("parallel.moe_shared_expert_overlap");
   p.moe_dispatcher = v.parsed([&] { return parse_moe_dispatcher(v.text("parallel.moe_dispatcher"), "parallel.moe_dispatcher"); });
   p.grad_reduce_fp32 = v.boolean("parallel.grad_reduce_fp32");

@@ -103,7 +103,7 @@ constexpr Key kKeys[] = {
     {"parallel.moe_shared_expert_overlap", "false",
      "true | false: MoE with shared experts and ep > 1: the dispatch all-to-all runs beside the shared experts' first GEMM and activation, the combine beside their second GEMM, forward and backward (Megatron-Core's --moe-shared-expert-overlap)"},
     {"parallel.tp_overlap", "",
-     "true | false: overlap the backward pass's TP communication with the weight-gradient GEMMs (Megatron's async TP)"},
+     "false | true | userbuffers: true overlaps the backward pass's TP communication with the weight- and input-gradient GEMMs (Megatron's async TP); userbuffers adds Transformer Engine's comm-GEMM overlap (Megatron-Core --tp-comm-overlap), with sequence parallelism each all-gather feeding the QKV or MLP-input GEMM and each reduce-scatter after the output-projection or MLP-output GEMM beside that GEMM, forward and backward"},
     {"parallel.dp_overlap", "", "true | false: reduce gradients in buckets during the last backward pass"},
     {"parallel.grad_reduce_fp32", "",
      "true | false: reduce the fp32 gradients over DP (Megatron and DeepSpeed with bf16, DDP with AMP, FSDP reduce_dtype fp32); false: in the training precision (Megatron fp16, FSDP with a bf16 reduce_dtype)"},
