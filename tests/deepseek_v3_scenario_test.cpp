@@ -3,7 +3,6 @@
 // DeepEP's two-hop dispatch with node-limited routing, RMSNorm, MLA up-projection and SwiGLU
 // recomputation, BF16 Adam moments; DualPipe against 1F1B and the dispatchers on the same layout;
 // fit against run; the step against the report's rate and the GPU's memory.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -11,16 +10,14 @@
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_fit.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
 
 Scenario load_v3(std::vector<std::string> overrides) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
-  return load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/deepseek-v3-2048xh800.ini", vm);
+  return test::load_shipped("deepseek-v3-2048xh800.ini", overrides);
 }
 
 // Half the DP replicas (64, still one EP group of 8 nodes) and 32 micro-batches a step.

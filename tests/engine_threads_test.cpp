@@ -3,7 +3,6 @@
 // degraded link) reaches the whole step.
 #include <catch2/catch.hpp>
 
-#include <boost/program_options.hpp>
 #include <tuple>
 #include <string>
 #include <vector>
@@ -13,8 +12,8 @@
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/program.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
@@ -25,9 +24,7 @@ struct Run {
 };
 
 Scenario load(const std::string& file, std::vector<std::string> overrides) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
-  return load_scenario(file.empty() ? "" : std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
+  return test::load_shipped(file, overrides);
 }
 
 // Every window is handed out to the threads, however small the step (the engine's default runs

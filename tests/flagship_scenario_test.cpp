@@ -2,7 +2,6 @@
 // Sec. 3.3.2 and Table 4) without activation recomputation, interleaved with one layer fewer on
 // the first and the last stage, ranks ordered [TP, CP, PP, DP], gradients sharded (ZeRO-2); fit
 // sizes its interleaved schedule as run does.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 
@@ -10,16 +9,14 @@
 #include "sim/base/units.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_fit.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
 
 Scenario load_flagship(const std::vector<std::string>& overrides, const char* file = "llama3-405b-16k.ini") {
-  po::variables_map vm;
-  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
-  return load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/" + file, vm);
+  return test::load_shipped(file, overrides);
 }
 
 }  // namespace

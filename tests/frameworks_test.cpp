@@ -1,7 +1,6 @@
 // Framework profiles: every profile sets every profile key for every precision and TP, each with a
 // source; a profile fills only the keys a scenario leaves out; the framework texts of published
 // runs map to the profiles; and the profiles change the step as their settings say.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <set>
 #include <sstream>
@@ -12,17 +11,11 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/validation/validate.hpp"
 #include "tests/cli_scratch.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
-
-po::variables_map cli(std::vector<std::string> args) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
-  return vm;
-}
 
 const char* kTiny = "[model]\nname = custom\nlayers = 4\nhidden = 1024\nheads = 16\nvocab = 32000\nseq_len = 512\n"
                     "[training]\nglobal_batch = 16\nmicro_batch = 2\nrecompute = none\n"
@@ -57,7 +50,7 @@ TEST_CASE("every profile sets every profile key for every precision and TP, with
 }
 
 TEST_CASE("a profile fills the keys the scenario leaves out; given keys win", "[frameworks]") {
-  const Scenario core = load_scenario_text(kTiny, "tiny", cli({}));
+  const Scenario core = load_scenario_text(kTiny, "tiny", test::overrides({}));
   CHECK(core.framework == "megatron-core");  // the key's default
   CHECK(core.plan.attention == Attention::flash);
   CHECK(core.plan.sequence_parallel);  // tp = 2
@@ -65,7 +58,7 @@ TEST_CASE("a profile fills the keys the scenario leaves out; given keys win", "[
   CHECK(core.plan.grad_accumulation == GradAccumulation::fused);
   CHECK(core.plan.zero_stage == 1);
 
-  const Scenario ds = load_scenario_text(kTiny, "tiny", cli({"--training.framework=megatron-deepspeed"}));
+  const Scenario ds = load_scenario_text(kTiny, "tiny", test::overrides({"--training.framework=megatron-deepspeed"}));
   CHECK(ds.plan.attention == Attention::standard);
   CHECK(ds.plan.dropout);
   CHECK(ds.plan.grad_accumulation == GradAccumulation::fp32_buffer);
@@ -73,26 +66,26 @@ TEST_CASE("a profile fills the keys the scenario leaves out; given keys win", "[
 
   // A key in the file, and one on the command line, win over the profile.
   const Scenario given = load_scenario_text(std::string(kTiny) + "[training]\nattention = standard\n", "tiny",
-                                            cli({"--training.framework=torchtitan", "--parallel.zero_stage=1"}));
+                                            test::overrides({"--training.framework=torchtitan", "--parallel.zero_stage=1"}));
   CHECK(given.plan.attention == Attention::standard);
   CHECK(given.plan.zero_stage == 1);
   CHECK(given.plan.grad_reduce_fp32);
   CHECK(given.resolved_text.find("framework = torchtitan") != std::string::npos);
 
   // Megatron reduces fp16 gradients in fp16 and bf16 ones in fp32.
-  CHECK_FALSE(load_scenario_text(kTiny, "t", cli({"--training.framework=megatron-lm-2021", "--training.precision=fp16"}))
+  CHECK_FALSE(load_scenario_text(kTiny, "t", test::overrides({"--training.framework=megatron-lm-2021", "--training.precision=fp16"}))
                   .plan.grad_reduce_fp32);
-  CHECK(load_scenario_text(kTiny, "t", cli({"--training.framework=megatron-lm-2021"})).plan.grad_reduce_fp32);
+  CHECK(load_scenario_text(kTiny, "t", test::overrides({"--training.framework=megatron-lm-2021"})).plan.grad_reduce_fp32);
   // No sequence parallelism without TP.
-  CHECK_FALSE(load_scenario_text(kTiny, "t", cli({"--parallel.tp=1", "--parallel.dp=4"})).plan.sequence_parallel);
+  CHECK_FALSE(load_scenario_text(kTiny, "t", test::overrides({"--parallel.tp=1", "--parallel.dp=4"})).plan.sequence_parallel);
 
-  CHECK_THROWS_WITH(load_scenario_text(kTiny, "tiny", cli({"--training.framework=megatron"})),
+  CHECK_THROWS_WITH(load_scenario_text(kTiny, "tiny", test::overrides({"--training.framework=megatron"})),
                     Catch::Contains("tiny: training.framework = 'megatron': valid profiles are megatron-lm-2021"));
 }
 
 TEST_CASE("the built-in default is BLOOM as BigScience ran it", "[frameworks]") {
-  Scenario builtin = load_scenario("", cli({}));
-  Scenario file = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/bloom-176b.ini", cli({}));
+  Scenario builtin = load_scenario("", test::overrides({}));
+  Scenario file = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/bloom-176b.ini", test::overrides({}));
   validate_scenario(builtin, 384);
   validate_scenario(file, 384);
   CHECK(builtin.framework == "megatron-deepspeed");
@@ -126,16 +119,16 @@ TEST_CASE("published framework texts map to profiles", "[frameworks]") {
 
 TEST_CASE("a profile's execution shows in the step: fused attention and fp32 accumulation buffers", "[frameworks]") {
   // Unfused attention and dropout cost memory-bound time that a fused kernel does not.
-  Scenario standard = load_scenario_text(kTiny, "t", cli({"--training.framework=megatron-lm-2022"}));
-  Scenario flash = load_scenario_text(kTiny, "t", cli({"--training.framework=megatron-lm-2022", "--training.attention=flash"}));
+  Scenario standard = load_scenario_text(kTiny, "t", test::overrides({"--training.framework=megatron-lm-2022"}));
+  Scenario flash = load_scenario_text(kTiny, "t", test::overrides({"--training.framework=megatron-lm-2022", "--training.attention=flash"}));
   const Summary a = run_scenario(standard, "", 1, false).summary;
   const Summary b = run_scenario(flash, "", 1, false).summary;
   CHECK(b.step_time_s < a.step_time_s);
   CHECK(b.memory_bound < a.memory_bound);
   // fp32 accumulation buffers: a cast (e + 4 bytes) and an fp32 add (12 bytes) per parameter and
   // micro-batch, against 3e for a separate add in bf16: more memory-bound time.
-  Scenario separate = load_scenario_text(kTiny, "t", cli({"--training.grad_accumulation=separate"}));
-  Scenario fp32 = load_scenario_text(kTiny, "t", cli({"--training.grad_accumulation=fp32_buffer"}));
+  Scenario separate = load_scenario_text(kTiny, "t", test::overrides({"--training.grad_accumulation=separate"}));
+  Scenario fp32 = load_scenario_text(kTiny, "t", test::overrides({"--training.grad_accumulation=fp32_buffer"}));
   CHECK(run_scenario(fp32, "", 1, false).summary.step_time_s > run_scenario(separate, "", 1, false).summary.step_time_s);
 }
 
@@ -190,8 +183,8 @@ TEST_CASE("PyTorch eager runs a Llama layer's RMSNorm, rotary embedding and SwiG
           "[frameworks]") {
   const std::string llama = std::string(kTiny) + "[model]\nffn = swiglu\nffn_hidden = 2816\nposition_embedding = rotary\n"
                                                  "norm = rmsnorm\nbias = false\n";
-  Scenario fused = load_scenario_text(llama, "t", cli({"--training.framework=torchtitan", "--training.fused_kernels=true"}));
-  Scenario eager = load_scenario_text(llama, "t", cli({"--training.framework=torchtitan"}));
+  Scenario fused = load_scenario_text(llama, "t", test::overrides({"--training.framework=torchtitan", "--training.fused_kernels=true"}));
+  Scenario eager = load_scenario_text(llama, "t", test::overrides({"--training.framework=torchtitan"}));
   CHECK_FALSE(eager.plan.fused_kernels);
   CHECK(eager.model.position == PositionEmbedding::rotary);
   const Summary f = run_scenario(fused, "", 1, false).summary, e = run_scenario(eager, "", 1, false).summary;
@@ -207,5 +200,5 @@ TEST_CASE("PyTorch eager runs a Llama layer's RMSNorm, rotary embedding and SwiG
     return false;
   };
   CHECK(has_rotary(fused));
-  CHECK_FALSE(has_rotary(load_scenario_text(kTiny, "t", cli({"--model.position_embedding=alibi"}))));
+  CHECK_FALSE(has_rotary(load_scenario_text(kTiny, "t", test::overrides({"--model.position_embedding=alibi"}))));
 }

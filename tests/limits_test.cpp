@@ -14,6 +14,7 @@
 #include "sim/validation/validate.hpp"
 #include "topologies/builders.hpp"
 #include "topologies/dot_io.hpp"
+#include "tests/scenario_helpers.hpp"
 
 using namespace dtsim;
 
@@ -31,9 +32,7 @@ void load_tiny(const std::string& extra) {
   std::vector<std::string> args;
   std::istringstream words(extra);
   for (std::string w; words >> w;) args.push_back(w);
-  boost::program_options::variables_map vm;
-  boost::program_options::store(
-      boost::program_options::command_line_parser(args).options(scenario_options()).run(), vm);
+  const auto vm = test::overrides(args);
   Scenario sc = load_scenario_text(text, "tiny.ini", vm);
   validate_scenario(sc, sc.cluster.nodes * sc.cluster.gpus_per_node);
   build_cluster(sc.cluster);

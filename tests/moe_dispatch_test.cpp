@@ -1,7 +1,6 @@
 // DeepEP's two-hop dispatch and node-limited routing: the expected reach of a token against its
 // closed forms, the bytes of each hop, the dispatcher on the DeepSeek-R1 scenario, and the keys'
 // errors.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <map>
@@ -16,17 +15,11 @@
 #include "topologies/gpu_catalog.hpp"
 #include "workloads/parallel_plan.hpp"
 #include "workloads/program.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
-
-po::variables_map cli(std::vector<std::string> args) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
-  return vm;
-}
 
 // C(n, k) for the closed forms below.
 double binom(double n, int k) {
@@ -123,7 +116,7 @@ TEST_CASE("the two-hop dispatch sends to the rail peers and the node peers at on
 }
 
 TEST_CASE("with deepep each dispatch and combine is one two-hop op of the expected bytes", "[moe_dispatch][program]") {
-  Scenario sc = load_scenario(r1_scenario(), cli({"--parallel.moe_dispatcher=deepep"}));
+  Scenario sc = load_scenario(r1_scenario(), test::overrides({"--parallel.moe_dispatcher=deepep"}));
   validate_scenario(sc, 256);
   const Program prog = build_program(sc.model, sc.plan);
   const StageProgram& s = prog.stages[1];
@@ -151,9 +144,9 @@ TEST_CASE("EP ranks per node follow the rank order and the node size", "[moe_dis
 }
 
 TEST_CASE("deepep sends fewer bytes over the network than alltoall and runs DeepSeek-R1 faster", "[moe_dispatch][engine]") {
-  Scenario all = load_scenario(r1_scenario(), cli({}));
-  Scenario deep = load_scenario(r1_scenario(), cli({"--parallel.moe_dispatcher=deepep"}));
-  Scenario unlimited = load_scenario(r1_scenario(), cli({"--parallel.moe_dispatcher=deepep", "--model.moe_topk_groups=8"}));
+  Scenario all = load_scenario(r1_scenario(), test::overrides({}));
+  Scenario deep = load_scenario(r1_scenario(), test::overrides({"--parallel.moe_dispatcher=deepep"}));
+  Scenario unlimited = load_scenario(r1_scenario(), test::overrides({"--parallel.moe_dispatcher=deepep", "--model.moe_topk_groups=8"}));
   const EngineResult a = run_scenario(all, "", 2), d = run_scenario(deep, "", 2), u = run_scenario(unlimited, "", 2);
   const LinkBytes la = link_bytes(a), ld = link_bytes(d), lu = link_bytes(u);
   INFO("network bytes alltoall " << la.network << " deepep " << ld.network << " unlimited " << lu.network);
@@ -172,8 +165,8 @@ TEST_CASE("DeepEP's kernels hold 20 SMs, NCCL's 24: kernels beside them slow by 
 }
 
 TEST_CASE("the two hops run beside the shared experts, and the same on any thread count", "[moe_dispatch][engine]") {
-  Scenario plain = load_scenario(r1_scenario(), cli({"--parallel.moe_dispatcher=deepep"}));
-  Scenario beside = load_scenario(r1_scenario(), cli({"--parallel.moe_dispatcher=deepep", "--parallel.moe_shared_expert_overlap=true"}));
+  Scenario plain = load_scenario(r1_scenario(), test::overrides({"--parallel.moe_dispatcher=deepep"}));
+  Scenario beside = load_scenario(r1_scenario(), test::overrides({"--parallel.moe_dispatcher=deepep", "--parallel.moe_shared_expert_overlap=true"}));
   const EngineResult p = run_scenario(plain, "", 1), b1 = run_scenario(beside, "", 1), b3 = run_scenario(beside, "", 3);
   CHECK(b1.summary.step_time_s < p.summary.step_time_s);
   CHECK(b1.summary.step_time_s == b3.summary.step_time_s);
@@ -184,7 +177,7 @@ TEST_CASE("bad dispatcher and routing keys are refused with the key and the vali
   const std::string r1 = r1_scenario();
   auto refused = [&](std::vector<std::string> args, const std::string& says) {
     try {
-      Scenario sc = load_scenario(r1, cli(args));
+      Scenario sc = load_scenario(r1, test::overrides(args));
       validate_scenario(sc, 256);
       FAIL("accepted " << args.front());
     } catch (const InputError& e) {

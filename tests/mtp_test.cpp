@@ -1,7 +1,6 @@
 // Multi-token prediction (DeepSeek-V3 report Sec. 2.2): a module's parameters against the
 // checkpoint's 685B, its ops and static memory on the stage that holds the head (1F1B and
 // DualPipe), fit's memory against the simulated peak, and the key refused.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -10,8 +9,8 @@
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_fit.hpp"
 #include "workloads/program.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
@@ -24,8 +23,7 @@ Scenario deepseek(int mtp, const std::string& parallel, int gpus = 8) {
       "[parallel]\ntp = 1\nzero_stage = 1\n" + parallel +
       "[cluster]\ngpu = H100-SXM5-80GB\nnodes = 1\ngpus_per_node = " + std::to_string(gpus) +
       "\n[output]\ntrace_detail = summary\n";
-  po::variables_map vm;
-  po::store(po::command_line_parser(std::vector<std::string>{}).options(scenario_options()).run(), vm);
+  const auto vm = test::overrides();
   Scenario sc = load_scenario_text(text, "mtp", vm);
   validate_scenario(sc, gpus);
   return sc;

@@ -3,15 +3,13 @@
 // them.
 #include <catch2/catch.hpp>
 
-#include <boost/program_options.hpp>
-
 #include "sim/base/error.hpp"
 #include "sim/network/collective_bench.hpp"
 #include "sim/network/nccl_profile.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "topologies/builders.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 TEST_CASE("a release names the newest profile not after it", "[nccl]") {
@@ -56,8 +54,7 @@ TEST_CASE("recent NCCL reaches about twice 2021's bus bandwidth at 1 MiB on 8 A1
 
 TEST_CASE("the framework profile names its era's NCCL release and the scenario key overrides it", "[nccl][cli]") {
   const auto load = [](std::vector<std::string> args) {
-    po::variables_map vm;
-    po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
+    const auto vm = test::overrides(args);
     return load_scenario("", vm);
   };
   const Scenario bloom = load({});

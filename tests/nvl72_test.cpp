@@ -3,23 +3,19 @@
 // TP groups stay on the rack's NVLink while DP crosses racks.
 #include <catch2/catch.hpp>
 
-#include <boost/program_options.hpp>
-
 #include "sim/base/error.hpp"
 #include "sim/network/comm_model.hpp"
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "sim/scenario/summary_format.hpp"
 #include "topologies/builders.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
 Scenario load(std::vector<std::string> overrides) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
-  return load_scenario("", vm);
+  return test::load_shipped("", overrides);
 }
 const std::vector<std::string> kTwoRacks = {
     "--model.name=llama3-8b",   "--model.layers=4",        "--cluster.gpu=B200",     "--cluster.node_kind=nvl72",

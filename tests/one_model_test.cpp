@@ -3,7 +3,6 @@
 // of a layout is within 15 % of the step it simulates.
 #include <fmt/format.h>
 
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -13,17 +12,11 @@
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
 #include "workloads/memory_fit.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
-
-po::variables_map cli(const std::vector<std::string>& args) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
-  return vm;
-}
 
 // A layout on H100 nodes of 8 GPUs, as scenario keys on top of `model` and `framework`.
 struct Layout {
@@ -42,7 +35,7 @@ ModelShape shape_of(const std::string& model) {
   return load_scenario_text(fmt::format("[model]\n{}\n[training]\nglobal_batch = 1\nmicro_batch = 1\n"
                                         "[parallel]\ntp = 1\npp = 1\ndp = 1\n[cluster]\nnodes = 1\ngpus_per_node = 1\n",
                                         model),
-                            "model", cli({}))
+                            "model", test::overrides({}))
       .model;
 }
 
@@ -89,7 +82,7 @@ TEST_CASE("fit's training memory is the peak run simulates for the layout", "[fi
        Recompute::none, -1, 1, 4},
   };
   for (const Layout& l : layouts) {
-    Scenario sc = load_scenario_text(scenario_text(l), l.what, cli({}));
+    Scenario sc = load_scenario_text(scenario_text(l), l.what, test::overrides({}));
     const double simulated = run_scenario(sc, "", 1, true).summary.peak_memory_gib;
     TrainingSetup s = framework_setup(l.framework).training;
     s.seq_len = sc.model.seq_len, s.micro_batch = l.micro_batch, s.recompute = l.recompute;

@@ -1,13 +1,12 @@
 // The shipped GB200 NVL72 scenario: its expert-parallel all-to-alls and its gradient reduction stay
 // on each rack's NVLink (only the pipeline crosses InfiniBand), and the same job on 8-GPU HGX B200
 // nodes sends them over InfiniBand and is slower for it.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 
 #include "sim/scenario/run.hpp"
 #include "sim/scenario/scenario.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 
 namespace {
@@ -18,8 +17,7 @@ struct Carried {
 
 Carried run_rack_scenario(std::vector<std::string> overrides) {
   overrides.push_back("--training.global_batch=128");  // two micro-batches per pipeline
-  po::variables_map vm;
-  po::store(po::command_line_parser(overrides).options(scenario_options()).run(), vm);
+  const auto vm = test::overrides(overrides);
   Scenario sc = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/deepseek-r1-8xgb200-nvl72.ini", vm);
   const EngineResult r = run_scenario(sc, "", 1, true);
   Carried c;

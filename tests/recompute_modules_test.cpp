@@ -1,7 +1,6 @@
 // Selective recomputation of Megatron-Core's --recompute-modules (layernorm, mla_up_proj,
 // moe_act): what each module's consumers stop keeping, the reruns before the layer's backward
 // pass, fit's memory against the simulated peak (with DualPipe), and the keys refused.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -11,8 +10,8 @@
 #include "tests/program_helpers.hpp"
 #include "workloads/layer_ops.hpp"
 #include "workloads/memory_fit.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 using dtsim::test::plan_of;
 
@@ -91,8 +90,7 @@ TEST_CASE("fit's memory with recomputed modules under DualPipe is the simulated 
       "recompute_modules = layernorm,mla_up_proj,moe_act\n"
       "[parallel]\ntp = 1\npp = 4\ndp = 2\nep = 2\nzero_stage = 1\nschedule = dualpipe\n"
       "[cluster]\ngpu = H100-SXM5-80GB\nnodes = 1\ngpus_per_node = 8\n[output]\ntrace_detail = summary\n";
-  po::variables_map vm;
-  po::store(po::command_line_parser(std::vector<std::string>{}).options(scenario_options()).run(), vm);
+  const auto vm = test::overrides();
   Scenario sc = load_scenario_text(text, "dualpipe", vm);
   const double simulated = run_scenario(sc, "", 1, true).summary.peak_memory_gib;
   const TrainingSetup s = training_setup(sc.plan, sc.model.seq_len);

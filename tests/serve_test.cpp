@@ -4,7 +4,6 @@
 // runs a shipped scenario end to end.
 #include <catch2/catch.hpp>
 
-#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -16,18 +15,14 @@
 
 #include "sim/base/error.hpp"
 #include "sim/scenario/serve.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
+using dtsim::test::overrides;
+
 namespace fs = std::filesystem;
 using namespace dtsim;
 
 namespace {
-
-po::variables_map overrides(std::vector<std::string> args) {
-  po::variables_map vm;
-  po::store(po::command_line_parser(args).options(scenario_options()).run(), vm);
-  return vm;
-}
 
 Scenario serve_scenario(const std::string& text, std::vector<std::string> args = {}) {
   return load_scenario_text(text, "serve-test.ini", overrides(std::move(args)), SweepSection::refuse,

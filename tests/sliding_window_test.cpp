@@ -1,15 +1,14 @@
 // Sliding-window attention: the causal pairs of a window in closed form, which layers slide, the
 // flash kernel's FLOPs in a sliding layer (and the unfused kernels' unchanged s x s scores), the
 // step's model FLOPs, GPT-OSS's parameters against its model card, and the keys refused.
-#include <boost/program_options.hpp>
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "sim/scenario/scenario.hpp"
 #include "tests/program_helpers.hpp"
 #include "workloads/layer_ops.hpp"
+#include "tests/scenario_helpers.hpp"
 
-namespace po = boost::program_options;
 using namespace dtsim;
 using dtsim::test::plan_of;
 
@@ -34,8 +33,7 @@ Scenario scenario(const std::string& model_keys, const std::string& parallel_key
                            "[training]\nglobal_batch = 2\nmicro_batch = 1\nattention = flash\n"
                            "[parallel]\ntp = 1\npp = 1\n" + parallel_keys +
                            "[cluster]\ngpu = H100-SXM5-80GB\nnodes = 1\ngpus_per_node = 2\n";
-  po::variables_map vm;
-  po::store(po::command_line_parser(std::vector<std::string>{}).options(scenario_options()).run(), vm);
+  const auto vm = test::overrides();
   Scenario sc = load_scenario_text(text, "window", vm);
   validate_scenario(sc, 2);
   return sc;
