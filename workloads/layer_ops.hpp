@@ -16,7 +16,10 @@ namespace dtsim {
 
 class LayerOps {
  public:
-  LayerOps(const ModelShape& model, const ParallelPlan& plan) : model_(model), plan_(plan) {}
+  LayerOps(const ModelShape& model, const ParallelPlan& plan)
+      : model_(model),
+        plan_(plan),
+        ep_per_node_(plan.moe_dispatcher == MoeDispatcher::deepep && plan.ep > 1 ? ep_ranks_per_node(plan) : 0) {}
 
   // Transformer layer `layer` (global index: dense or MoE as ModelShape::is_moe_layer says; from
   // model.layers on, the block of multi-token-prediction module layer - model.layers); with
@@ -79,6 +82,7 @@ class LayerOps {
 
   const ModelShape& model_;
   const ParallelPlan& plan_;
+  int ep_per_node_;  // DeepEP: ranks of an EP group on each node (ep_ranks_per_node, once per plan)
 };
 
 }  // namespace dtsim

@@ -57,7 +57,7 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   // DeepEP's hops carry the most loaded rank's share too (what it receives bounds the exchange).
   const bool deepep = plan_.moe_dispatcher == MoeDispatcher::deepep;
   const TwoHopBytes hops = deepep && plan_.ep > 1
-                               ? two_hop_bytes(model_, T * plan_.moe_hot_load(), e() * h, plan_.ep, ep_ranks_per_node(plan_))
+                               ? two_hop_bytes(model_, T * plan_.moe_hot_load(), e() * h, plan_.ep, ep_per_node_)
                                : TwoHopBytes{};
   auto all_to_all = [&](OpKind kind, int beside) {
     OpSpec a2a = deepep ? ep_all_to_all(kind, hops.scale_out, CommKind::two_hop) : ep_all_to_all(kind, e() * hot * h);
