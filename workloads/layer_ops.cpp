@@ -211,8 +211,8 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) 
 // all-gather before a QKV or MLP-input GEMM runs beside it, and the reduce-scatter after an
 // output-projection or MLP-output GEMM goes ahead of it to run beside it, both as copy-engine
 // transfers that leave the GEMM its SMs (ring exchange; the reduce-scatter's one-SM margin is
-// left out). backward_of puts the
-// reduce-scatter back after its GEMM to find its conjugate all-gather's place.
+// left out). backward_of puts the reduce-scatter back after its GEMM to find its conjugate
+// all-gather's place.
 void LayerOps::overlap_tp_with_gemms(std::vector<OpSpec>& ops) const {
   if (plan_.tp_overlap != TpOverlap::userbuffers || !plan_.sequence_parallel || t() == 1) return;
   for (std::size_t i = 0; i + 1 < ops.size(); ++i) {
