@@ -8,12 +8,12 @@
 // (weighting the copies by the router's weights with training.moe_probs = combine; with
 // activation, the experts' activation weighted them); and the shared experts on every token,
 // after the routed ones or, with parallel.moe_shared_expert_overlap, beside the dispatch and the
-// combine. Expert matrices are split over TP like the dense MLP. The dispatch and combine are one all-to-all of the copies
-// each (alltoall), or DeepEP's two hops (deepep, workloads/moe_dispatch.hpp): each token once to
-// each node it reaches over the network, and over NVLink once to each rank it reaches there,
-// the hops pipelined (one op); the combine is the same two hops the other way. The backward pass
-// (layer_ops' backward_of) runs them again. With ep = 1 there is nothing to exchange and they
-// are left out.
+// combine. Expert matrices are split over TP like the dense MLP. The dispatch and combine are
+// one all-to-all of the copies each (alltoall), or DeepEP's two hops (deepep,
+// workloads/moe_dispatch.hpp): each token once to each node it reaches over the network, and
+// over NVLink once to each rank it reaches there, the hops pipelined (one op); the combine is the
+// same two hops the other way. The backward pass (layer_ops' backward_of) runs them again. With
+// ep = 1 there is nothing to exchange and they are left out.
 #include "workloads/layer_ops.hpp"
 
 namespace dtsim {
