@@ -5,6 +5,7 @@
 #include <boost/program_options.hpp>
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -115,14 +116,46 @@ TEST_CASE("a row's FP8 recipe maps to its training.precision", "[validate][moe]"
   }
 }
 
-TEST_CASE("an MoE row whose EP folds over TP and DP is skipped, saying why", "[validate][moe]") {
+TEST_CASE("an MoE row whose EP folds over TP and DP runs with parallel folding", "[validate][moe]") {
   // Megatron-Bridge's Qwen3-235B-A22B on 256 H100: TP 2, PP 8 (DP 16), EP 32 over TP x DP.
   const auto cases = cases_of(row("folded", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "32,,,,,") +
                               row("carved", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "16,,,,,"));
   REQUIRE(cases.size() == 2);
-  CHECK(cases[0].overrides.empty());
-  CHECK(cases[0].row.skip_reason ==
-        "column ep = 32 spans TP x CP x DP = 2 x 1 x 16 ranks (Megatron-Core's expert-parallel folding, experts not "
-        "split over TP), which dtsim cannot express: its EP divides DP and each expert is split over TP");
-  CHECK(cases[1].row.skip_reason.empty());
+  CHECK(cases[0].row.skip_reason.empty());
+  CHECK(has(cases[0].overrides, "--parallel.etp=1"));
+  CHECK(has(cases[0].row.assumptions, "etp = 1 (EP 32 spans TP x CP x DP = 2 x 1 x 16: parallel folding)"));
+  CHECK(validation_scenario(cases[0], "rows.csv").plan.expert_folding());
+  CHECK_FALSE(has(cases[1].overrides, "--parallel.etp=1"));
+}
+
+TEST_CASE("a row's etp, moe_dispatcher and moe_a2a_overlap columns run as the parallel keys", "[validate][moe]") {
+  std::string header = kHeader;
+  header.insert(header.size() - 1, ",etp,moe_dispatcher,moe_a2a_overlap");
+  std::string r = row("q", "Qwen3-235B-A22B", ",,,,,", 256, 2, 8, "32,,,,,");
+  r.insert(r.size() - 1, ",1,alltoall,true");
+  std::istringstream csv(header + r);
+  auto cases = read_validation_cases(csv, "rows.csv", {});
+  REQUIRE(cases.size() == 1);
+  for (const char* key : {"--parallel.etp=1", "--parallel.moe_dispatcher=alltoall", "--parallel.moe_a2a_overlap=true"})
+    CHECK(has(cases[0].overrides, key));
+  CHECK(cases[0].row.assumptions.end() ==
+        std::find_if(cases[0].row.assumptions.begin(), cases[0].row.assumptions.end(),
+                     [](const std::string& a) { return a.rfind("etp", 0) == 0; }));  // stated, not assumed
+  const Scenario sc = validation_scenario(cases[0], "rows.csv");
+  CHECK((sc.plan.etp == 1 && sc.plan.moe_a2a_overlap && sc.plan.moe_dispatcher == MoeDispatcher::alltoall));
+}
+
+TEST_CASE("every MoE row of published_runs.csv builds as its catalog model, none skipped", "[validate][moe]") {
+  std::ifstream in(std::string(DTSIM_SOURCE_DIR) + "/tests/validation/published_runs.csv");
+  int moe_rows = 0;
+  for (const ValidationCase& c : read_validation_cases(in, "published_runs.csv", {"MBRIDGE_PERF"})) {
+    INFO(c.row.id);
+    CHECK(c.row.skip_reason.empty());
+    Scenario sc = validation_scenario(c, "published_runs.csv");
+    if (!sc.model.is_moe()) continue;
+    ++moe_rows;
+    validate_plan(sc.plan, sc.model, sc.plan.num_ranks());  // the layout the row runs is valid
+    if (sc.plan.tp > 1) CHECK(sc.plan.expert_folding());  // Megatron-Bridge's Qwen3 recipes: expert TP 1
+  }
+  CHECK(moe_rows == 15);
 }

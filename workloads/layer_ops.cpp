@@ -168,7 +168,8 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) 
   norm2.rerun = RecomputeModule::layernorm;
   if (model_.parallel_block) norm2.saved = 0;  // its input is the layer input, already kept
   ops.push_back(norm2);
-  enter_tp_region(ops);
+  const bool folded_moe = model_.is_moe_layer(layer) && plan_.expert_folding();  // no TP region around it
+  if (!folded_moe) enter_tp_region(ops);
   if (model_.is_moe_layer(layer)) {
     for (const OpSpec& op : moe_mlp()) ops.push_back(op);
   } else {
@@ -184,7 +185,7 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) 
       keep(elementwise(OpKind::activation, 2 * e() * T * f, 3 * e() * T * f, 8 * T * f), e() * T * up);
     keep(gemm(OpKind::fc2, T, h, f), e() * T * f);
   }
-  leave_tp_region(ops);
+  if (!folded_moe) leave_tp_region(ops);
   keep(elementwise(OpKind::dropout_residual, (3 * e() + mask) * Ts * h, (2 * e() + mask) * Ts * h, 2 * Ts * h),
        mask * Ts * h);
 

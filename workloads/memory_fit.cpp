@@ -192,7 +192,7 @@ LayerParams stage_params(const ModelShape& m, const ParallelPlan& p, int stage) 
 StageState stage_state(const ModelShape& m, const ParallelPlan& p, int stage) {
   const LayerParams held = stage_params(m, p, stage);
   const double params = held.replicated / p.tp;
-  const double experts = held.experts / p.tp, dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
+  const double experts = held.experts / p.expert_tp(), dp = p.grad_ranks(), edp = p.expert_grad_ranks(), e = p.weight_bytes;
   const auto share = [&](double per_param, int zero) {
     return per_param * (p.zero_stage >= zero ? params / dp + experts / edp : params + experts);
   };

@@ -8,7 +8,9 @@
 // (weighting the copies by the router's weights with training.moe_probs = combine; with
 // activation, the experts' activation weighted them); and the shared experts on every token,
 // after the routed ones or, with parallel.moe_shared_expert_overlap, beside the dispatch and the
-// combine. Expert matrices are split over TP like the dense MLP. The dispatch and combine are
+// combine. Expert matrices are split over TP like the dense MLP, or with parallel folding
+// (parallel.etp = 1) whole, each rank routing its own sequence-parallel tokens outside the TP
+// region (layer_forward leaves out its all-gather and reduce-scatter). The dispatch and combine are
 // one all-to-all of the copies each (alltoall), or DeepEP's two hops (deepep,
 // workloads/moe_dispatch.hpp): each token once to each node it reaches over the network, and
 // over NVLink once to each rank it reaches there, the hops pipelined (one op); the combine is the
@@ -29,12 +31,15 @@ OpSpec LayerOps::ep_all_to_all(OpKind kind, double bytes, CommKind comm) const {
 }
 
 std::vector<OpSpec> LayerOps::moe_mlp() const {
-  const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, experts = model_.experts;
+  // With parallel folding every rank routes its own sequence-parallel share and no TP rank
+  // repeats another's work.
+  const double T = plan_.expert_folding() ? sharded_tokens() : tokens(), Ts = sharded_tokens();
+  const double h = model_.hidden, experts = model_.experts;
   const double local = experts / plan_.ep;               // experts on this rank
   const double copies = T * model_.active_experts;       // token copies sent, and received on average
   // What the most loaded rank of the EP group receives (and the group waits for).
   const double hot = copies * plan_.moe_hot_load();
-  const double f = model_.expert_ffn_hidden / static_cast<double>(t());
+  const double f = model_.expert_ffn_hidden / static_cast<double>(plan_.expert_tp());
   const double shared_f = model_.shared_experts * f;     // the shared experts side by side
   std::vector<OpSpec> ops;
   auto keep = [&](OpSpec op, double saved) {
@@ -44,7 +49,7 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   // The router reads the normalised input once for all experts; its input gradient is where the
   // TP partial sums meet when there is no shared expert.
   OpSpec router = gemm(OpKind::router, T, experts, h);
-  router.column_parallel = model_.shared_experts == 0;
+  router.column_parallel = model_.shared_experts == 0 && !plan_.expert_folding();
   router.input_from = RecomputeModule::layernorm, router.input_saved = e() * Ts * h;
   keep(router, e() * Ts * h);
   // Sigmoid/softmax, top-k and the normalisation of the chosen weights: passes over fp32 scores.

@@ -161,18 +161,49 @@ int ParallelPlan::rank_of(RankCoords c) const {
   return rank;
 }
 
+namespace {
+// A rank's index in its stage's TP x CP x DP block, TP innermost, and back.
+int block_index(const ParallelPlan& p, RankCoords c) { return c.tp + p.tp * (c.cp + p.cp * c.dp); }
+RankCoords at_block_index(const ParallelPlan& p, RankCoords c, int j) {
+  c.tp = j % p.tp, c.cp = j / p.tp % p.cp, c.dp = j / (p.tp * p.cp);
+  return c;
+}
+}  // namespace
+
+RankCoords expert_group_first(const ParallelPlan& plan, RankCoords c, bool expert_dp) {
+  if (plan.expert_folding()) {
+    const int j = block_index(plan, c);
+    return at_block_index(plan, c, expert_dp ? j % plan.ep : j / plan.ep * plan.ep);
+  }
+  if (expert_dp) c.dp %= plan.ep, c.cp = 0;
+  else c.dp = c.dp / plan.ep * plan.ep;
+  return c;
+}
+
+std::vector<RankCoords> expert_group(const ParallelPlan& plan, RankCoords c, bool expert_dp) {
+  const RankCoords first = expert_group_first(plan, c, expert_dp);
+  std::vector<RankCoords> out;
+  if (plan.expert_folding()) {  // ep consecutive block indices, or every ep-th
+    const int j = block_index(plan, first), stride = expert_dp ? plan.ep : 1;
+    const int count = expert_dp ? plan.expert_grad_ranks() : plan.ep;
+    for (int i = 0; i < count; ++i) out.push_back(at_block_index(plan, first, j + i * stride));
+  } else if (!expert_dp) {  // ep consecutive DP ranks
+    for (int d = 0; d < plan.ep; ++d) out.push_back(RankCoords{first.dp + d, first.tp, first.pp, first.cp});
+  } else {  // the same position in every EP block, with every CP rank
+    for (int d = 0; d < plan.expert_dp(); ++d)
+      for (int k = 0; k < plan.cp; ++k) out.push_back(RankCoords{first.dp + d * plan.ep, first.tp, first.pp, k});
+  }
+  return out;
+}
+
 int ep_ranks_per_node(const ParallelPlan& plan) {
   if (plan.gpus_per_node < 1) return 0;
   int per_node = -1;
   for (int r = 0; r < plan.num_ranks(); ++r) {
-    RankCoords first = plan.coords(r);
-    if (first.dp % plan.ep != 0) continue;  // not the first rank of its EP group
+    const std::vector<RankCoords> group = expert_group(plan, plan.coords(r), false);
+    if (plan.rank_of(group.front()) != r) continue;  // not the first rank of its EP group
     std::vector<int> nodes;
-    for (int i = 0; i < plan.ep; ++i) {
-      RankCoords c = first;
-      c.dp += i;
-      nodes.push_back(plan.rank_of(c) / plan.gpus_per_node);
-    }
+    for (const RankCoords& c : group) nodes.push_back(plan.rank_of(c) / plan.gpus_per_node);
     std::sort(nodes.begin(), nodes.end());
     for (std::size_t a = 0, b = 0; a < nodes.size(); a = b) {
       while (b < nodes.size() && nodes[b] == nodes[a]) ++b;
@@ -253,23 +284,60 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
     if (plan.moe_dispatcher != MoeDispatcher::alltoall)
       throw InputError(fmt::format("parallel.moe_dispatcher = {}: model {} has no experts; leave it at alltoall",
                                    moe_dispatcher_name(plan.moe_dispatcher), model.name));
+    if (plan.etp != 0 && plan.etp != plan.tp)
+      throw InputError(fmt::format("parallel.etp = {}: model {} has no experts; leave it at tp", plan.etp, model.name));
+    if (plan.moe_a2a_overlap)
+      throw InputError(fmt::format("parallel.moe_a2a_overlap = true: model {} has no experts; leave it false",
+                                   model.name));
     return;
   }
-  if (plan.dp % plan.ep != 0)
+  if (plan.etp != 0 && plan.etp != 1 && plan.etp != plan.tp)
+    throw InputError(fmt::format("parallel.etp = {}: must be parallel.tp = {} (the experts split over TP like the "
+                                 "dense MLP) or 1 (parallel folding: whole experts, the EP group spanning TP)",
+                                 plan.etp, plan.tp));
+  if (plan.expert_folding()) {
+    if (!plan.sequence_parallel)
+      throw InputError(fmt::format("parallel.etp = 1 with parallel.tp = {}: needs parallel.sequence_parallel = true "
+                                   "(each rank routes its own share of the tokens, as Megatron-Core requires with "
+                                   "expert and tensor parallelism)", plan.tp));
+    if (model.shared_experts > 0)
+      throw InputError(fmt::format("parallel.etp = 1 with parallel.tp = {}: model {} has shared experts, which dtsim "
+                                   "runs inside the TP region of the routed ones; folding is simulated only for "
+                                   "models without them (set parallel.etp = {})", plan.tp, model.name, plan.tp));
+    const int block = plan.tp * plan.cp * plan.dp;
+    if (block % plan.ep != 0)
+      throw InputError(fmt::format("parallel.ep = {}: with parallel.etp = 1 it must divide parallel.tp x cp x dp = {} "
+                                   "(the EP groups are folded over the tensor-, context- and data-parallel ranks)",
+                                   plan.ep, block));
+  } else if (plan.dp % plan.ep != 0) {
     throw InputError(fmt::format("parallel.ep = {}: must divide parallel.dp = {} (the expert-parallel ranks are carved "
-                                 "out of the data-parallel replicas)", plan.ep, plan.dp));
+                                 "out of the data-parallel replicas; with parallel.etp = 1 they span TP too)",
+                                 plan.ep, plan.dp));
+  }
   if (model.experts % plan.ep != 0)
     throw InputError(fmt::format("parallel.ep = {}: model.experts = {} is not divisible by it (every expert-parallel "
                                  "rank holds experts / ep of them)", plan.ep, model.experts));
-  if (model.expert_ffn_hidden % plan.tp != 0)
+  if (model.expert_ffn_hidden % plan.expert_tp() != 0)
     throw InputError(fmt::format("parallel.tp = {}: model.expert_ffn_hidden = {} is not divisible by it (experts are "
-                                 "split over TP like the dense MLP)", plan.tp, model.expert_ffn_hidden));
+                                 "split over TP like the dense MLP; parallel.etp = 1 keeps them whole)", plan.tp,
+                                 model.expert_ffn_hidden));
   if (plan.zero_stage == 3)
     throw InputError(fmt::format("parallel.zero_stage = {}: ZeRO-3 (FSDP) of a mixture-of-experts model is not "
                                  "simulated (its per-layer gathers would need the expert shards); use 0, 1 or 2",
                                  plan.zero_stage));
   validate_moe_routing(model);
   if (plan.moe_dispatcher == MoeDispatcher::deepep) validate_deepep(plan, model);
+  // Megatron-Core's checks of --overlap-moe-expert-parallel-comm (arguments.py, transformer_config.py).
+  if (plan.moe_a2a_overlap) {
+    const char* why = plan.ep == 1 ? "needs expert parallelism (parallel.ep > 1): there is no all-to-all to hide"
+                      : plan.recompute == Recompute::full ? "does not run with full recomputation (training.recompute = full)"
+                      : plan.schedule == Schedule::dualpipe ? "is DualPipe's own overlap already; leave it false with it"
+                      : plan.pp > 1 && plan.schedule != Schedule::interleaved
+                          ? "needs the interleaved schedule when parallel.pp > 1 (Megatron-Core overlaps the passes of "
+                            "its virtual stages)"
+                          : nullptr;
+    if (why) throw InputError(fmt::format("parallel.moe_a2a_overlap = true: {}", why));
+  }
 }
 
 }  // namespace

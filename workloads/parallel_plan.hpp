@@ -88,6 +88,12 @@ struct ParallelPlan {
   // ep consecutive DP ranks (carved out of DP, as Megatron-LM and DeepSpeed do), which exchange
   // tokens by all-to-all; ep divides dp and the expert count.
   int ep = 1;
+  // Expert tensor parallelism (Megatron-Core's --expert-tensor-parallel-size): 0 (= tp), the
+  // experts split over TP like the dense MLP and each EP group ep DP ranks at one TP rank; or 1
+  // with tp > 1, Megatron-Core's "parallel folding": the experts whole, each EP group ep
+  // consecutive ranks of the stage's TP x CP x DP block (TP innermost, as Megatron-Core lays out
+  // its expert ranks), every rank dispatching its own sequence-parallel share of the tokens.
+  int etp = 0;
   int micro_batch = 1;               // sequences per micro-batch
   int global_batch = 1;              // sequences per step, = micro_batch x dp x micro-batches
   // 0: DP all-reduce; 1: optimizer state sharded (= Megatron's distributed optimizer);
@@ -110,6 +116,10 @@ struct ParallelPlan {
   // runs beside the shared experts' first GEMM and activation, the combine beside their second
   // GEMM, in the forward pass and mirrored in the backward.
   bool moe_shared_expert_overlap = false;
+  // Megatron-Core's --overlap-moe-expert-parallel-comm (Megatron-Bridge's moe_a2a_overlap): the
+  // 1F1B steady state runs each forward pass beside the backward pass of an earlier micro-batch,
+  // one's all-to-alls beside the other's kernels (pipeline_schedule.cpp).
+  bool moe_a2a_overlap = false;
   // How the MoE tokens travel (workloads/moe_dispatch.hpp).
   MoeDispatcher moe_dispatcher = MoeDispatcher::alltoall;
   // Where the router's weights apply, and so what their gradient keeps (workloads/moe_dispatch.hpp).
@@ -154,10 +164,14 @@ struct ParallelPlan {
   // Ranks that hold the same weights and reduce their gradients together: DP x CP (Megatron's
   // data-parallel group with context parallelism); ZeRO shards over them.
   int grad_ranks() const { return dp * cp; }
-  // DP ranks holding the same experts: the group that reduces the experts' gradients.
+  // The experts' TP size, and whether the MoE layers fold TP into their EP groups (etp = 1 < tp).
+  int expert_tp() const { return etp > 0 ? etp : tp; }
+  bool expert_folding() const { return expert_tp() < tp; }
+  // DP ranks holding the same experts (without folding): the group that reduces their gradients.
   int expert_dp() const { return dp / ep; }
-  // Ranks reducing the same experts' gradients: the expert-DP ranks of every CP rank.
-  int expert_grad_ranks() const { return expert_dp() * cp; }
+  // Ranks reducing the same experts' gradients: the expert-DP ranks of every CP rank; with
+  // folding, every rank of the stage's TP x CP x DP block holding the same experts.
+  int expert_grad_ranks() const { return tp * cp * dp / (expert_tp() * ep); }
   int micro_batches() const { return global_batch / (micro_batch * dp); }
   RankCoords coords(int rank) const;
   int rank_of(RankCoords c) const;
@@ -192,6 +206,12 @@ struct ParallelPlan {
 // Parses a rank order, innermost first: "tp,cp,dp,pp", or three of them ("tp,dp,pp"), cp then
 // going right outside tp; throws InputError naming the key.
 std::array<char, 4> parse_rank_order(std::string_view text, std::string_view key);
+
+// The members of the EP group (expert_dp false) or of the expert-DP group (true) of the rank at
+// c, first the group's first rank: ParallelPlan::ep's layout, with folding over the stage's
+// TP x CP x DP block.
+std::vector<RankCoords> expert_group(const ParallelPlan& plan, RankCoords c, bool expert_dp);
+RankCoords expert_group_first(const ParallelPlan& plan, RankCoords c, bool expert_dp);
 
 // Ranks of each EP group on one node (plan.gpus_per_node GPUs, rank r on GPU r), or 0 when the
 // plan is unplaced or the groups do not hold the same number on every node they touch.

@@ -4,8 +4,10 @@
 // (schedules.py get_schedule_table, get_pp_rank_microbatches): micro-batches in groups of N
 // (parallel.microbatch_group, default pp), each group through chunk 0, then chunk 1, ..., the
 // last group taking the remainder; (pp - stage - 1) x 2 + (chunks - 1) x N warm-up forwards; each
-// backward pass takes the forward table's entry with its chunk mirrored. DualPipe: the eight
-// steps of deepseek-ai/DualPipe's DualPipe.step, below.
+// backward pass takes the forward table's entry with its chunk mirrored. With
+// parallel.moe_a2a_overlap, one more warm-up forward and every steady-state forward overlapped
+// with the backward after it. DualPipe: the eight steps of deepseek-ai/DualPipe's DualPipe.step,
+// below.
 #include "workloads/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -63,6 +65,11 @@ std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
   if (plan.schedule == Schedule::gpipe) warmup = total;
   else if (plan.schedule == Schedule::one_f_one_b) warmup = std::min(p - stage - 1, m);
   else warmup = std::min((p - stage - 1) * 2 + (v - 1) * plan.microbatch_group_or_pp(), total);
+  // Megatron-Core's EP-overlapped 1F1B (--overlap-moe-expert-parallel-comm; schedules.py runs one
+  // extra warm-up forward so that the forward and the backward pass of every 1F1B step belong to
+  // different micro-batches): each steady-state forward runs beside the backward after it.
+  const bool overlap = plan.moe_a2a_overlap && plan.schedule != Schedule::gpipe;
+  if (overlap) warmup = std::min(warmup + 1, total);
 
   // The forward table: (micro-batch, chunk) of the k-th forward pass.
   std::vector<PipelinePass> table;
@@ -84,6 +91,7 @@ std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
   for (int k = 0; k < warmup; ++k) order.push_back(pass(k, true));
   for (int k = 0; k < total - warmup; ++k) {
     order.push_back(pass(warmup + k, true));
+    order.back().overlapped = overlap;
     order.push_back(pass(k, false));
   }
   for (int k = total - warmup; k < total; ++k) order.push_back(pass(k, false));

@@ -12,8 +12,8 @@ struct PipelinePass {
   bool forward = true;
   int micro_batch = 0;
   int chunk = 0;  // model chunk of the stage (0 unless interleaved or DualPipe)
-  // DualPipe: this forward pass and the backward pass after it run side by side, each one's
-  // communication beside the other's computation.
+  // This forward pass and the backward pass after it run side by side, each one's communication
+  // beside the other's computation (DualPipe; Megatron-Core's EP-overlapped 1F1B).
   bool overlapped = false;
 };
 

@@ -348,7 +348,7 @@ class StageBuilder {
     const LayerParams params = layer_params(model_, plan_, layer);
     add_gradients(params.replicated, ready);
     if (params.experts == 0 || plan_.expert_grad_ranks() == 1) return;
-    expert_bucket_bytes_ += grad_e() * params.experts / t();
+    expert_bucket_bytes_ += grad_e() * params.experts / plan_.expert_tp();
     expert_bucket_ready_ = ready;
     if (expert_bucket_bytes_ >= plan_.dp_bucket_bytes) flush_expert_bucket();
   }
@@ -389,7 +389,7 @@ class StageBuilder {
   double local_params() const { return stage_params(model_, plan_, stage_).replicated / t(); }
 
   // The routed experts of this EP rank on this stage, split over TP.
-  double local_expert_params() const { return stage_params(model_, plan_, stage_).experts / t(); }
+  double local_expert_params() const { return stage_params(model_, plan_, stage_).experts / plan_.expert_tp(); }
   bool reduce_experts() const { return local_expert_params() > 0 && plan_.expert_grad_ranks() > 1; }
 
   void optimizer() {

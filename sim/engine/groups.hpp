@@ -85,9 +85,9 @@ class RankGroups {
 
   // Ranks of this rank's group in ring order (rank order); the first is the group's leader. The
   // embedding group joins the first and last pipeline stages (tied embeddings), the mirror pair
-  // stages s and pp - 1 - s (DualPipe); the EP group is
-  // the block of ep consecutive DP ranks holding this rank, the expert-DP group the DP ranks at
-  // this rank's position in every block; DP and expert-DP groups take in every CP rank.
+  // stages s and pp - 1 - s (DualPipe); the EP and expert-DP groups are expert_group's (the
+  // block of ep consecutive DP ranks holding this rank, and the DP ranks at its position in every
+  // block, or their folded layout); DP and expert-DP groups take in every CP rank.
   const std::vector<int>& members(int rank, Group g) {
     PerGroup& per = of(g);
     std::vector<int>& out = per.members[per.leader[rank]];
@@ -99,15 +99,20 @@ class RankGroups {
         out = {plan_.rank_of(first), plan_.rank_of(last)};
         return out;
       }
+      if (g == Group::ep || g == Group::expert_dp) {
+        for (const RankCoords& m : expert_group(plan_, first, g == Group::expert_dp)) out.push_back(plan_.rank_of(m));
+        if (plan_.expert_folding() || (g == Group::expert_dp && plan_.cp > 1 && plan_.expert_dp() > 1))
+          std::sort(out.begin(), out.end());
+        return out;
+      }
       const int tps = g == Group::tp ? plan_.tp : 1;
-      const int cps = g == Group::cp || g == Group::dp || g == Group::expert_dp ? plan_.cp : 1;
-      const int dps = g == Group::dp ? plan_.dp : g == Group::ep ? plan_.ep : g == Group::expert_dp ? plan_.expert_dp() : 1;
-      const int dp_stride = g == Group::expert_dp ? plan_.ep : 1;
+      const int cps = g == Group::cp || g == Group::dp ? plan_.cp : 1;
+      const int dps = g == Group::dp ? plan_.dp : 1;
       for (int d = 0; d < dps; ++d)
         for (int c = 0; c < cps; ++c)
           for (int t = 0; t < tps; ++t) {
             RankCoords m = first;
-            m.tp += t, m.cp += c, m.dp += d * dp_stride;
+            m.tp += t, m.cp += c, m.dp += d;
             out.push_back(plan_.rank_of(m));
           }
       if (cps > 1 && dps > 1) std::sort(out.begin(), out.end());
@@ -175,8 +180,8 @@ class RankGroups {
       case Group::cp: c.cp = 0; break;
       case Group::embedding: c.pp = 0; break;
       case Group::pp_mirror: c.pp = std::min(c.pp, plan_.pp - 1 - c.pp); break;
-      case Group::ep: c.dp = c.dp / plan_.ep * plan_.ep; break;
-      case Group::expert_dp: c.dp %= plan_.ep, c.cp = 0; break;
+      case Group::ep:
+      case Group::expert_dp: return expert_group_first(plan_, c, g == Group::expert_dp);
       default: c.dp = 0, c.cp = 0; break;
     }
     return c;

@@ -372,6 +372,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
   p.pp = v.size_or_auto("parallel.pp");
   p.dp = v.size_or_auto("parallel.dp");
   p.ep = v.integer("parallel.ep", 1, limits::kMaxGpus);
+  p.etp = v.text("parallel.etp") == "tp" ? 0 : v.integer("parallel.etp", 1, limits::kMaxGpus);
   p.cp = v.integer("parallel.cp", 1, limits::kMaxGpus);
   p.cp_comm = v.parsed([&] { return parse_cp_comm(v.text("parallel.cp_comm"), "parallel.cp_comm"); });
   p.zero_stage = v.integer("parallel.zero_stage", 0);
@@ -382,6 +383,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
   p.dp_overlap = v.boolean("parallel.dp_overlap");
   p.tp_overlap = v.parsed([&] { return parse_tp_overlap(v.text("parallel.tp_overlap"), "parallel.tp_overlap"); });
   p.moe_shared_expert_overlap = v.boolean("parallel.moe_shared_expert_overlap");
+  p.moe_a2a_overlap = v.boolean("parallel.moe_a2a_overlap");
   p.moe_dispatcher = v.parsed([&] { return parse_moe_dispatcher(v.text("parallel.moe_dispatcher"), "parallel.moe_dispatcher"); });
   p.grad_reduce_fp32 = v.boolean("parallel.grad_reduce_fp32");
   p.dp_bucket_bytes = 1e6 * v.real("parallel.dp_bucket_mb", 0.001, 1e6);

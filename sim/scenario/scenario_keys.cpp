@@ -90,6 +90,10 @@ constexpr Key kKeys[] = {
      "p2p (a ring of K/V sends overlapping the attention: Megatron-Core, Transformer Engine) | all_gather (K/V gathered "
      "before the attention: Llama 3)"},
     {"parallel.ep", "1", "expert-parallel size (MoE): experts sharded over ep consecutive DP ranks; divides dp and experts"},
+    {"parallel.etp", "tp",
+     "expert tensor-parallel size (MoE; Megatron-Core's --expert-tensor-parallel-size): tp (experts split over TP like "
+     "the dense MLP) | 1 (parallel folding: experts whole, the EP group spanning TP x CP x DP ranks; needs sequence "
+     "parallelism)"},
     {"parallel.zero_stage", "",
      "0 (DP all-reduce) | 1 (optimizer state sharded: distributed optimizer) | 2 (+ gradients) | 3 (+ parameters: FSDP)"},
     {"parallel.schedule", "1f1b",
@@ -102,6 +106,8 @@ constexpr Key kKeys[] = {
      "alltoall | deepep: MoE token dispatch over the EP group as Megatron-Core's alltoall dispatcher (NCCL all-to-all of every token copy) or its flex dispatcher with --moe-enable-deepep (DeepEP: once per node over the network, then NVLink)"},
     {"parallel.moe_shared_expert_overlap", "false",
      "true | false: MoE with shared experts and ep > 1: the dispatch all-to-all runs beside the shared experts' first GEMM and activation, the combine beside their second GEMM, forward and backward (Megatron-Core's --moe-shared-expert-overlap)"},
+    {"parallel.moe_a2a_overlap", "false",
+     "true | false: MoE with ep > 1: Megatron-Core's EP-overlapped 1F1B (--overlap-moe-expert-parallel-comm; Megatron-Bridge's moe_a2a_overlap): one more warm-up forward pass, then each forward pass runs beside the backward pass of an earlier micro-batch, one's all-to-alls beside the other's kernels. Needs pp = 1 or the interleaved schedule, and no full recomputation"},
     {"parallel.tp_overlap", "",
      "false | true | userbuffers: true overlaps the backward pass's TP communication with the weight- and input-gradient GEMMs (Megatron's async TP); userbuffers adds Transformer Engine's comm-GEMM overlap (Megatron-Core --tp-comm-overlap), with sequence parallelism each all-gather feeding the QKV or MLP-input GEMM and each reduce-scatter after the output-projection or MLP-output GEMM beside that GEMM, forward and backward"},
     {"parallel.dp_overlap", "", "true | false: reduce gradients in buckets during the last backward pass"},

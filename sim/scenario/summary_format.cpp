@@ -97,7 +97,7 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   out += fmt::format("dtsim: {} on {} x {} ({} GPUs), TP {}{} PP {} DP {}{}, micro-batch {}, global batch {}\n",
                      sc.model.name, sc.cluster.nodes, sc.cluster.gpus_per_node, s.num_gpus, p.tp,
                      p.cp > 1 ? fmt::format(" CP {} ({})", p.cp, cp_comm_name(p.cp_comm)) : "", p.pp, p.dp,
-                     p.ep > 1 ? fmt::format(" (EP {})", p.ep) : "", p.micro_batch, p.global_batch);
+                     p.ep > 1 ? fmt::format(" (EP {}{})", p.ep, p.expert_folding() ? " over TP x DP, ETP 1" : "") : "", p.micro_batch, p.global_batch);
   if (!sc.chosen.empty()) out += fmt::format("  chosen             {}\n", sc.chosen);
   const ModelShape& m = sc.model;
   if (m.is_moe())

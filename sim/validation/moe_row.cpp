@@ -102,6 +102,8 @@ MoeRow moe_row(const CsvRow& r) {
     }
     out.overrides.push_back(fmt::format("--{}.{}={}", key == "ep" ? "parallel" : "model", k, r.at(k)));
   }
+  for (const char* k : kMoeExecutionColumns)
+    if (!r.at(k).empty()) out.overrides.push_back(fmt::format("--parallel.{}={}", k, r.at(k)));
   return out;
 }
 

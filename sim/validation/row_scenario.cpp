@@ -269,16 +269,15 @@ RowScenario row_scenario(const CsvRow& r) {
 
   const MoeRow moe = moe_row(r);
   add_model(r, moe, out);
-  // dtsim carves the expert-parallel ranks out of DP and splits each expert over TP; Megatron-Core
-  // can also fold EP over the TP and CP ranks (expert TP 1), which a row whose EP does not divide
-  // its DP size needs.
-  if (moe.moe && !get("ep").empty()) {
+  // An EP size that does not divide DP but divides TP x CP x DP is Megatron-Core's parallel
+  // folding (expert TP 1), which a row may also state in its etp column.
+  if (moe.moe && !get("ep").empty() && get("etp").empty()) {
     const long long ep = count_of(r, "ep");
-    if (dp % ep != 0 && (tp * cp * dp) % ep == 0)
-      throw InputError(fmt::format("column ep = {} spans TP x CP x DP = {} x {} x {} ranks (Megatron-Core's expert-parallel "
-                                   "folding, experts not split over TP), which dtsim cannot express: its EP divides "
-                                   "DP and each expert is split over TP",
-                                   ep, tp, cp, dp));
+    if (dp % ep != 0 && (tp * cp * dp) % ep == 0) {
+      a.push_back("--parallel.etp=1");
+      out.assumptions.push_back(fmt::format("etp = 1 (EP {} spans TP x CP x DP = {} x {} x {}: parallel folding)", ep,
+                                            tp, cp, dp));
+    }
   }
 
   const long long vpp = get("vpp_chunks").empty() ? 1 : count_of(r, "vpp_chunks");

@@ -32,7 +32,7 @@ std::vector<ValidationCase> read_validation_cases(std::istream& in, const std::s
                             "vpp_chunks", "sequence_parallel", "recompute", "zero_or_sharding", "iter_time_s"};
   // Optional: framework, notes, tokens_per_s_per_gpu, tflops_per_gpu, flops_counting, and the
   // mixture-of-experts columns (kMoeColumns: ep, experts, active_experts, shared_experts,
-  // expert_ffn_hidden, dense_layers).
+  // expert_ffn_hidden, dense_layers; kMoeExecutionColumns: etp, moe_dispatcher, moe_a2a_overlap).
   for (const char* col : required)
     if (std::find(header.begin(), header.end(), col) == header.end())
       throw InputError(fmt::format("{}: missing column '{}' (the columns of shared/validation/runs.csv)", name, col));
@@ -42,6 +42,7 @@ std::vector<ValidationCase> read_validation_cases(std::istream& in, const std::s
     for (const char* optional : {"framework", "notes", "tokens_per_s_per_gpu", "tflops_per_gpu", "flops_counting"})
       r[optional] = "";
     for (const char* optional : kMoeColumns) r[optional] = "";
+    for (const char* optional : kMoeExecutionColumns) r[optional] = "";
     for (std::size_t c = 0; c < header.size(); ++c) r[header[c]] = c < records[i].size() ? records[i][c] : "";
     if (!sources.empty() && std::find(sources.begin(), sources.end(), r["source_id"]) == sources.end()) continue;
     ValidationCase vc;
