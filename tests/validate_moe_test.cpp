@@ -157,5 +157,16 @@ TEST_CASE("every MoE row of published_runs.csv builds as its catalog model, none
     validate_plan(sc.plan, sc.model, sc.plan.num_ranks());  // the layout the row runs is valid
     if (sc.plan.tp > 1) CHECK(sc.plan.expert_folding());  // Megatron-Bridge's Qwen3 recipes: expert TP 1
   }
-  CHECK(moe_rows == 15);
+  CHECK(moe_rows == 20);  // Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B
+}
+
+TEST_CASE("a selective row's recompute text names the modules it reruns", "[validate][moe]") {
+  // Megatron-Bridge's GPT-OSS-120B H100 recipe: recompute_modules = [layernorm, moe_act].
+  std::string r = row("g", "GPT-OSS-120B", ",,,,,", 64, 1, 4, "8,,,,,");
+  r.replace(r.find(",full,"), 6, ",\"selective (recompute_modules layernorm, moe_act)\",");
+  const auto cases = cases_of(r + row("plain", "GPT-OSS-120B", ",,,,,", 64, 1, 4, "8,,,,,"));
+  REQUIRE(cases.size() == 2);
+  CHECK(has(cases[0].overrides, "--training.recompute=selective"));
+  CHECK(has(cases[0].overrides, "--training.recompute_modules=layernorm,moe_act"));
+  for (const std::string& o : cases[1].overrides) CHECK(o.rfind("--training.recompute_modules", 0) != 0);
 }

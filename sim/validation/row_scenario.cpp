@@ -13,6 +13,7 @@
 #include "sim/base/limits.hpp"
 #include "sim/scenario/frameworks.hpp"
 #include "sim/validation/moe_row.hpp"
+#include "workloads/parallel_plan.hpp"
 
 namespace dtsim {
 namespace {
@@ -54,6 +55,16 @@ std::string recompute_of(const std::string& text) {
   if (contains(text, "selective")) return "selective";
   if (contains(text, "full")) return "full";
   return "none";
+}
+
+// The Megatron-Core recompute modules a selective row's recompute text names (its
+// --recompute-modules: "selective (layernorm, moe_act)"), comma-separated; "" when it names none.
+std::string recompute_modules_of(const std::string& text) {
+  unsigned named = 0;
+  for (RecomputeModule m : {RecomputeModule::core_attn, RecomputeModule::layernorm, RecomputeModule::mla_up_proj,
+                            RecomputeModule::moe_act})
+    if (contains(text, recompute_modules_name(module_bit(m)).c_str())) named |= module_bit(m);
+  return named ? recompute_modules_name(named) : "";
 }
 
 // The architecture a model name implies: MLP kind, positions, biases, embeddings, from each
@@ -134,6 +145,7 @@ double seconds_from_tflops(const CsvRow& r, double tflops, long long gpus) {
 void add_model(const CsvRow& r, const MoeRow& moe, RowScenario& out) {
   const auto& get = [&](const char* k) -> const std::string& { return r.at(k); };
   std::vector<std::string>& a = out.overrides;
+  const std::string modules = recompute_of(get("recompute")) == "selective" ? recompute_modules_of(get("recompute")) : "";
   if (moe.catalog) {
     const ModelShape& m = *moe.catalog;
     a.push_back("--model.name=" + m.name);
@@ -240,6 +252,7 @@ RowScenario row_scenario(const CsvRow& r) {
   }
 
   std::vector<std::string>& a = out.overrides;
+  const std::string modules = recompute_of(get("recompute")) == "selective" ? recompute_modules_of(get("recompute")) : "";
   a = {"--training.framework=" + out.framework, "--model.seq_len=" + get("seq_len"),
        "--training.global_batch=" + get("global_batch_seqs"),
        "--training.micro_batch=" + micro_batch, "--training.precision=" + precision,
@@ -250,6 +263,7 @@ RowScenario row_scenario(const CsvRow& r) {
        "--parallel.stage_layers=auto", "--cluster.gpu=" + gpu,
        fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),
        fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};
+  if (!modules.empty()) a.push_back("--training.recompute_modules=" + modules);
 
   // Context parallelism: Megatron-Core's ring of K/V sends unless the row says the keys and values
   // are all-gathered (Llama 3); it runs on fused attention whatever the profile's default.
