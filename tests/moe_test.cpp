@@ -322,7 +322,7 @@ TEST_CASE("an imbalanced expert load makes the group wait for its most loaded ra
     std::map<OpKind, std::pair<double, double>> out;  // forward op of layer 2 -> (GEMM m or bytes, flops)
     for (int i = 0; i < s.size(); ++i)
       if (s.layer[i] == 2 && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward)
-        out[s.kind[i]] = {s.gemm_m[i] > 0 ? s.gemm_m[i] : s.bytes[i], s.flops[i]};
+        out.emplace(s.kind[i], std::make_pair(s.gemm_m[i] > 0 ? s.gemm_m[i] : s.bytes[i], s.flops[i]));  // the first of a kind
     return out;
   };
   const auto balanced = expert_ops(1, 0), hot = expert_ops(1.5, 0), capped = expert_ops(1.5, 1.2);
@@ -332,9 +332,34 @@ TEST_CASE("an imbalanced expert load makes the group wait for its most loaded ra
     CHECK(capped.at(k).first == Approx(1.2 * balanced.at(k).first).epsilon(0.01));
     CHECK(hot.at(k).second == Approx(balanced.at(k).second));
   }
-  CHECK(hot.at(OpKind::moe_permute).first == Approx(balanced.at(OpKind::moe_permute).first));  // its own tokens
+  // The permutation before the dispatch handles its own tokens (the sort after it, the received).
+  CHECK(hot.at(OpKind::moe_permute).first == Approx(balanced.at(OpKind::moe_permute).first));
   // A dense model refuses the keys.
   ParallelPlan dense = plan_of(1, 1, 4, 1, 8, Recompute::none);
   dense.moe_load_imbalance = 1.5;
   CHECK_THROWS_WITH(validate_plan(dense, find_model("gpt-1.7b"), 4), Catch::Contains("training.moe_load_imbalance = 1.5"));
+}
+
+TEST_CASE("the alltoall dispatcher sorts the received copies by local expert and back", "[moe][program]") {
+  // Megatron-Core's permutation 2 (token_dispatcher.py, sort_chunks_by_idxs): with more than one
+  // local expert the copies a rank receives, grouped by source rank, are sorted by expert after
+  // the dispatch and back before the combine, a read and a write of each copy.
+  const ModelShape m = tiny_moe();
+  const auto passes = [&](int ep) {
+    const StageProgram s = build_program(m, moe_plan(m, 4, ep)).stages[0];
+    std::map<OpKind, std::vector<double>> out;  // forward permutations of layer 2 -> their bytes
+    for (int i = 0; i < s.size(); ++i)
+      if (s.layer[i] == 2 && s.micro_batch[i] == 0 && s.phase[i] == Phase::forward &&
+          (s.kind[i] == OpKind::moe_permute || s.kind[i] == OpKind::moe_unpermute))
+        out[s.kind[i]].push_back(s.bytes[i]);
+    return out;
+  };
+  const double copies = double(m.seq_len) * m.active_experts;
+  const auto sorted = passes(4), local = passes(1);  // 2 local experts each; no exchange at ep 1
+  REQUIRE(sorted.at(OpKind::moe_permute).size() == 2);
+  REQUIRE(sorted.at(OpKind::moe_unpermute).size() == 2);
+  CHECK(sorted.at(OpKind::moe_permute)[1] == Approx(2 * 2 * copies * m.hidden));
+  CHECK(sorted.at(OpKind::moe_unpermute)[0] == Approx(2 * 2 * copies * m.hidden));
+  CHECK(local.at(OpKind::moe_permute).size() == 1);
+  CHECK(local.at(OpKind::moe_unpermute).size() == 1);
 }

@@ -4,7 +4,8 @@
 // over the EP group; the local experts (experts / ep of them) as grouped SwiGLU GEMMs, each
 // expert getting T x top_k x ep / experts tokens on average (balanced routing: every rank
 // receives as many copies as it sends; with training.moe_load_imbalance or a capacity factor,
-// the most loaded rank's share, which the group waits for); the combine back; the un-permutation
+// the most loaded rank's share, which the group waits for), the alltoall dispatcher sorting the
+// received copies by local expert and back around them; the combine back; the un-permutation
 // (weighting the copies by the router's weights with training.moe_probs = combine; with
 // activation, the experts' activation weighted them); and the shared experts on every token,
 // after the routed ones or, with parallel.moe_shared_expert_overlap, beside the dispatch and the
@@ -78,8 +79,16 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
          e() * T * 2 * shared_f);
   };
   auto shared_second = [&] { keep(gemm(OpKind::shared_fc2, T, h, shared_f), e() * T * shared_f); };
+  // Megatron-Core's alltoall dispatcher receives the copies grouped by source rank and sorts
+  // them by local expert after the dispatch ("permutation 2", token_dispatcher.py
+  // sort_chunks_by_idxs), and back before the combine: one copy pass over the received copies each.
+  const bool sort_chunks = !deepep && plan_.ep > 1 && local > 1;
+  const auto sort_pass = [&](OpKind kind) {
+    keep(elementwise(kind, 2 * e() * hot * h, 2 * e() * hot * h, 0), 0);
+  };
   if (plan_.ep > 1) all_to_all(OpKind::moe_dispatch, 2);
   if (overlap) shared_first();
+  if (sort_chunks) sort_pass(OpKind::moe_permute);
   // The grouped GEMMs run the most loaded rank's tokens; their FLOPs count the mean, the work
   // the step does (model FLOPs).
   const auto grouped = [&](OpKind kind, double n, double k) {
@@ -94,6 +103,7 @@ std::vector<OpSpec> LayerOps::moe_mlp() const {
   OpSpec fc2 = grouped(OpKind::expert_fc2, h, f);
   fc2.input_from = RecomputeModule::moe_act, fc2.input_saved = e() * hot * f;
   keep(fc2, e() * hot * f);
+  if (sort_chunks) sort_pass(OpKind::moe_unpermute);
   if (plan_.ep > 1) all_to_all(OpKind::moe_combine, 1);
   if (overlap) shared_second();
   // The sum of each token's expert outputs: weighted, keeping them for the gradient of the
