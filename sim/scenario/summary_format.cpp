@@ -102,10 +102,13 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
   const ModelShape& m = sc.model;
   if (m.is_moe())
     out += fmt::format("  experts            {} routed ({} per token) + {} shared of {}, {} dense layers first{}, "
-                       "{:.2f} B active parameters{}\n", m.experts, m.active_experts, m.shared_experts,
+                       "{:.2f} B active parameters{}{}\n", m.experts, m.active_experts, m.shared_experts,
                        m.expert_ffn_hidden, m.dense_layers,
                        m.moe_layer_step > 1 ? fmt::format(", then MoE every {} layers", m.moe_layer_step) : "",
-                       m.active_params() / 1e9, m.is_mla() ? ", MLA attention" : "");
+                       m.active_params() / 1e9, m.is_mla() ? ", MLA attention" : "",
+                       p.ep > 1 ? fmt::format("; {} dispatch{}", moe_dispatcher_name(p.moe_dispatcher),
+                                              p.moe_a2a_overlap ? ", all-to-alls overlapped across micro-batches" : "")
+                                : "");
   out += fmt::format("  model              {} layers, hidden {}, {} heads ({} kv{}), {} FFN {}, vocab {}, seq {}, "
                      "{} positions, {:.2f} B parameters\n",
                      m.layers, m.hidden, m.heads, m.kv_heads_or_heads(),
