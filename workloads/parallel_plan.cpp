@@ -200,10 +200,10 @@ int ep_ranks_per_node(const ParallelPlan& plan) {
   if (plan.gpus_per_node < 1) return 0;
   int per_node = -1;
   for (int r = 0; r < plan.num_ranks(); ++r) {
-    const std::vector<RankCoords> group = expert_group(plan, plan.coords(r), false);
-    if (plan.rank_of(group.front()) != r) continue;  // not the first rank of its EP group
+    const RankCoords c = plan.coords(r);
+    if (plan.rank_of(expert_group_first(plan, c, false)) != r) continue;  // not the first rank of its EP group
     std::vector<int> nodes;
-    for (const RankCoords& c : group) nodes.push_back(plan.rank_of(c) / plan.gpus_per_node);
+    for (const RankCoords& m : expert_group(plan, c, false)) nodes.push_back(plan.rank_of(m) / plan.gpus_per_node);
     std::sort(nodes.begin(), nodes.end());
     for (std::size_t a = 0, b = 0; a < nodes.size(); a = b) {
       while (b < nodes.size() && nodes[b] == nodes[a]) ++b;
