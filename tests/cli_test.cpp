@@ -281,9 +281,24 @@ TEST_CASE("dtsim fit --seed-table gives every claim a verdict", "[cli]") {
   const Outcome o = run_dtsim("fit --seed-table");
   REQUIRE(o.status == 0);
   CHECK_THAT(o.out, Catch::Contains("DeepSeek R1") && Catch::Contains("matches") && Catch::Contains("underestimates"));
+  // Each inference row's decode speed on the guide's cards and the cheapest set for 20 tokens/s.
+  CHECK_THAT(o.out, Catch::Contains("speed: 33.5 tokens/s on 2 x RTX-3090 (int4, tp 2); for 20 tokens/s: ") &&
+                        Catch::Contains("speed: not modelled (model.name = deepseek-r1"));
+  const Outcome json = run_dtsim("fit --seed-table --speed 40 --price RTX-3090=800 --json");
+  REQUIRE(json.status == 0);
+  CHECK_THAT(json.out, Catch::Contains("\"target_tokens_per_s\": 40") &&
+                           Catch::Contains("\"cheapest\": {\"gpu\": \"RTX-3090\", \"gpus\": 4, \"tp\": 4, \"pp\": 1, "
+                                           "\"weights\": \"int4\""));
   const Outcome bad = run_dtsim("fit --seed-table --claims /nonexistent.csv");
   CHECK(bad.status == 2);
   CHECK_THAT(bad.err, Catch::Contains("/nonexistent.csv"));
+  for (const char* args : {"fit --seed-table --speed 0", "fit --seed-table --price RTX-3090", "fit --seed-table --price RTX-3090=x",
+                           "fit --seed-table --price TPU=5"}) {
+    const Outcome refused = run_dtsim(args);
+    INFO(args << ": " << refused.err);
+    CHECK(refused.status == 2);
+    CHECK_THAT(refused.err, Catch::Contains("--speed") || Catch::Contains("--price"));
+  }
 }
 
 TEST_CASE("dtsim fit and advise reject bad input with status 2", "[cli]") {

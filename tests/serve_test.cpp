@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "sim/base/error.hpp"
+#include "sim/scenario/layout_choice.hpp"
 #include "sim/scenario/serve.hpp"
 #include "tests/scenario_helpers.hpp"
+#include "workloads/inference_program.hpp"
 
 using dtsim::test::overrides;
 
@@ -95,6 +97,43 @@ TEST_CASE("TP 2 over an NVLink bridge decodes faster than over PCIe without peer
   CHECK(b.tpot.weights_s == Approx(p.tpot.weights_s));
 }
 
+TEST_CASE("a layer split runs the stages in turn, each streaming its own layers", "[serve]") {
+  // Llama 3 70B int4 on two RTX 3090 as llama.cpp's --split-mode layer places it: layer il on
+  // GPU floor(il x 2 / 81), the output layer counted as the 81st, so 41 layers on the first GPU
+  // and 39 with the head on the second.
+  const std::vector<std::string> split = {"--parallel.pp=2", "--parallel.tp=1"};
+  Scenario sc = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/serve/llama3-70b-2x3090-pcie.ini",
+                              overrides(split), SweepSection::refuse, Workload::inference);
+  const ServeResult r = run_serve(sc, "");
+  CHECK(r.tp == 1);
+  CHECK(r.pp == 2);
+  const ParallelPlan plan = inference_plan(sc.model, sc.inference, 1, 2);
+  CHECK(plan.stage_layers == std::vector<int>{41, 39});
+  // One sequence runs through one GPU after the other: a step streams every weight once at one
+  // GPU's rate (the floor sums the stages) and hands 16 KiB between them, so it is near the
+  // floor and about twice the TP-2 step's weight reads.
+  for (const PassTime& step : r.decode) {
+    CHECK(step.total_s >= r.weight_floor_s);
+    CHECK(step.total_s <= 1.05 * r.weight_floor_s);
+    CHECK(step.comm_s < 0.01 * step.total_s);
+  }
+  Scenario tp2 = shipped("llama3-70b-2x3090-pcie.ini");
+  const ServeResult t = run_serve(tp2, "");
+  CHECK(r.tpot.weights_s == Approx(2 * t.tpot.weights_s).epsilon(0.02));
+  // Each GPU holds half the weights either way; the KV cache of a stage's layers stays on it.
+  CHECK(r.memory.items.front().bytes == Approx(t.memory.items.front().bytes));
+  // The next step's embedding waits for the last stage's token: the passes do not overlap.
+  CHECK(r.request_s == Approx(r.ttft_s + 255 * r.tpot.total_s));
+  // TP inside stages: 8 GPUs as TP 4 x PP 2.
+  Scenario h100 = shipped("llama3.1-405b-fp8-8xh100.ini");
+  h100.plan.tp = kAutoSize;
+  h100.plan.pp = 2;
+  const ServeResult hybrid = run_serve(h100, "");
+  CHECK(hybrid.tp == 4);
+  CHECK(hybrid.tpot.total_s > hybrid.weight_floor_s);
+  CHECK_THAT(error_of(kOneH100, {"--parallel.pp=3", "--cluster.gpus_per_node=4"}), Catch::Contains("divide 4"));
+}
+
 TEST_CASE("the KV-cache capacity is the memory left after weights, activations and runtime", "[serve]") {
   Scenario sc = shipped("llama3-70b-2x3090-nvlink.ini");
   const ServeResult r = run_serve(sc, "");
@@ -120,7 +159,7 @@ TEST_CASE("bad [inference] input is refused naming the key and what is valid", "
   CHECK_THAT(error_of(kOneH100, {"--inference.output_tokens=x"}), Catch::Contains("inference.output_tokens"));
   CHECK_THAT(error_of(kOneH100, {"--inference.cuda_graphs=maybe"}),
              Catch::Contains("inference.cuda_graphs") && Catch::Contains("true, false"));
-  CHECK_THAT(error_of(kOneH100, {"--parallel.pp=2"}), Catch::Contains("parallel.pp = 2") && Catch::Contains("1 or auto"));
+  CHECK_THAT(error_of(kOneH100, {"--parallel.pp=2"}), Catch::Contains("parallel.pp = 2") && Catch::Contains("divide 1"));
   CHECK_THAT(error_of(kOneH100, {"--parallel.tp=2"}), Catch::Contains("parallel.tp = 2"));
   CHECK_THAT(error_of(kOneH100, {"--model.name=deepseek-r1"}), Catch::Contains("model.name = deepseek-r1"));
   // Training refuses the keys it would ignore.
@@ -156,12 +195,12 @@ TEST_CASE("dtsim serve runs a shipped scenario end to end", "[serve][cli]") {
   CHECK_THAT(json, Catch::StartsWith("{\"model\": \"llama3.3-70b\"") && Catch::Contains("\"tpot_ms\": ") &&
                        Catch::Contains("\"kv_capacity_tokens\": "));
   // A sweep: one row per point, a refused point with its reason.
-  const auto [sweep_status, sweep] = run("--sweep inference.batch=1,4 --sweep parallel.pp=1,2 --json");
+  const auto [sweep_status, sweep] = run("--sweep inference.batch=1,4 --sweep parallel.pp=1,3 --json");
   CHECK(sweep_status == 0);
   CHECK_THAT(sweep, Catch::Contains("\"axes\": \"inference.batch,parallel.pp\""));
   CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"1\", \"status\": \"ok\""));
-  CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"2\", \"status\": \"refused\", "
-                                    "\"reason\": ") && Catch::Contains("parallel.pp = 2"));
+  CHECK_THAT(sweep, Catch::Contains("{\"inference.batch\": \"4\", \"parallel.pp\": \"3\", \"status\": \"refused\", "
+                                    "\"reason\": ") && Catch::Contains("parallel.pp = 3"));
   // No file: the built-in default is a training run, so serve asks for a scenario.
   const std::string bare = std::string(DTSIM_BINARY) + " serve 2>" + (dir / "err").string();
   CHECK(WEXITSTATUS(std::system(bare.c_str())) == 2);

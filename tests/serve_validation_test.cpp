@@ -61,15 +61,18 @@ TEST_CASE("every published inference row is simulated or skipped with its reason
     CHECK(r.predicted > 0);
     CHECK(r.error_pct == Approx(100 * (r.predicted - r.measured) / r.measured));
   }
-  // One GPU, llama.cpp: XDAI_GPUBENCH's 16 single-GPU rows and PR 4766's two.
-  CHECK(built == 18);
-  // llama.cpp's multi-GPU rows split layers, which serve does not run; Qwen3.6-27B is no catalog
-  // model; TensorRT-LLM's rows give no batch; MLPerf runs TP-2 replicas; GH200 is no catalog GPU.
-  CHECK_THAT(row(rows, "xdai_3090_2_v3_70b_q4_k_m_tg512").skip_reason, Catch::Contains("layer split"));
+  // llama.cpp: XDAI_GPUBENCH's 28 rows on one GPU and layer splits over 2-8 GPUs, PR 4766's two.
+  CHECK(built == 30);
+  // Qwen3.6-27B is no catalog model; TensorRT-LLM's rows give no batch; MLPerf runs TP-2
+  // replicas; GH200 is no catalog GPU.
   CHECK_THAT(row(rows, "club3090_pr702_nvlink_decode_code").skip_reason,
              Catch::Contains("model = 'qwen3.6-27b': not in dtsim's model catalog"));
   CHECK_THAT(row(rows, "trtllm_v1_llama31-8b_h100_tp1_128_128").skip_reason, Catch::Contains("batch = ''"));
   CHECK_THAT(row(rows, "mlperf41_dgxh100_llama2-70b-99.9_offline_tokps").skip_reason, Catch::Contains("replicas"));
+  // A layer split runs its GPUs in turn; RunPod did not record how they were connected.
+  const InferenceValidationRow& split = row(rows, "xdai_3090_4_v3_70b_q4_k_m_tg512");
+  CHECK(std::find(split.overrides.begin(), split.overrides.end(), "--parallel.pp=4") != split.overrides.end());
+  CHECK_THAT(split.assumptions.front(), Catch::Contains("layer split"));
   // A tg row decodes from the BOS token; PR 4766's build predates llama.cpp's CUDA graphs.
   const InferenceValidationRow& tg = row(rows, "llamacpp_pr4766_3090_7b_q4_0_tg128");
   CHECK(tg.metric == "decode_tokens_per_s");
@@ -80,6 +83,28 @@ TEST_CASE("every published inference row is simulated or skipped with its reason
   // llama.cpp kernels reach their memory rate, dtsim is within 10 % of the measurement.
   for (const char* id : {"xdai_3090_v3_8b_fp16_tg512", "xdai_4090_v3_8b_fp16_tg512", "xdai_4090_v3_8b_fp16_tg4096"})
     CHECK(std::abs(row(rows, id).error_pct) < 10);
+  // So are the layer splits of Llama 3 70B over 2-8 consumer cards: each GPU streams its layers
+  // in turn, and the hand-offs are a token's hidden state.
+  for (const char* id : {"xdai_3090_2_v3_70b_q4_k_m_tg512", "xdai_4090_2_v3_70b_q4_k_m_tg512",
+                         "xdai_3090_4_v3_70b_q4_k_m_tg512", "xdai_4090_4_v3_70b_q4_k_m_tg512",
+                         "xdai_3090_6_v3_70b_fp16_tg512", "xdai_4090_8_v3_70b_fp16_tg512"}) {
+    INFO(id);
+    CHECK(std::abs(row(rows, id).error_pct) < 10);
+  }
+}
+
+TEST_CASE("decode speed over the published rows: median |error| within the issue's 20 %", "[serve][validation]") {
+  // The bound of the serving validation: decode tokens/s, every decode row dtsim builds. The
+  // data-centre cards under llama.cpp at batch 1 stay far above their measurement (+55 to +100 %:
+  // kernels that keep too few bytes in flight, docs/validation.md); the median holds.
+  std::vector<double> errors;
+  for (const InferenceValidationRow& r : validate_inference_runs(kRuns, {}))
+    if (r.built && r.metric == "decode_tokens_per_s") errors.push_back(std::abs(r.error_pct));
+  REQUIRE(errors.size() == 26);
+  std::sort(errors.begin(), errors.end());
+  const double median = (errors[12] + errors[13]) / 2;
+  INFO("median |error| " << median << " %");
+  CHECK(median <= 20);
 }
 
 TEST_CASE("an inference CSV with a missing column or a bad value is refused naming it", "[serve][validation]") {

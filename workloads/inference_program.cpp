@@ -21,27 +21,28 @@ class PassBuilder {
   PassBuilder(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens)
       : model_(with_seq_len(m, tokens)), plan_(plan), setup_(s), ops_(model_, plan_) {}
 
-  // The pass's kernels and collectives in order, each with its transformer layer (-1 for the
-  // embedding and the head). context: the tokens a decode step attends to (0 for the prefill,
-  // whose attention is layer_ops' causal flash attention over the prompt).
-  std::vector<std::pair<OpSpec, int>> ops(int context) const {
-    std::vector<std::pair<OpSpec, int>> out;
-    for (const OpSpec& op : ops_.embedding_forward()) out.emplace_back(op, -1);
-    for (int l = 0; l < model_.layers; ++l)
-      for (OpSpec op : ops_.layer_forward(l)) {
-        if (op.kind == OpKind::flash_attention && context > 0)  // a sliding layer reads its window's keys
-          op = decode_attention(model_.is_sliding_layer(l) ? std::min(context, model_.sliding_window) : context);
-        out.emplace_back(op, l);
-      }
-    for (const OpSpec& op : head()) out.emplace_back(op, -1);
-    for (auto& [op, layer] : out) {
+  // The pass's kernels and collectives in order: the embedding, transformer layer l (context:
+  // the tokens a decode step attends to; 0 for the prefill, whose attention is layer_ops' causal
+  // flash attention over the prompt), the head.
+  std::vector<OpSpec> embedding() const { return serving(ops_.embedding_forward()); }
+  std::vector<OpSpec> layer(int l, int context) const {
+    std::vector<OpSpec> out = ops_.layer_forward(l);
+    for (OpSpec& op : out)
+      if (op.kind == OpKind::flash_attention && context > 0)  // a sliding layer reads its window's keys
+        op = decode_attention(model_.is_sliding_layer(l) ? std::min(context, model_.sliding_window) : context);
+    return serving(std::move(out));
+  }
+  std::vector<OpSpec> head() const { return serving(head_ops()); }
+
+ private:
+  // Linear layers read their weights in the serving format; nothing is kept for a backward pass.
+  std::vector<OpSpec> serving(std::vector<OpSpec> ops) const {
+    for (OpSpec& op : ops) {
       if (reads_weights(op.kind)) op.bytes = gemm_bytes(op);
       op.saved = 0;
     }
-    return out;
+    return ops;
   }
-
- private:
   static ModelShape with_seq_len(ModelShape m, int tokens) {
     m.seq_len = tokens;
     return m;
@@ -73,7 +74,7 @@ class PassBuilder {
   }
   // The final norm and the LM head on each sequence's last token, then the vocabulary-parallel
   // logits gathered over TP for sampling (vLLM's LogitsProcessor gathers them).
-  std::vector<OpSpec> head() const {
+  std::vector<OpSpec> head_ops() const {
     ModelShape last = model_;
     last.seq_len = 1;
     const LayerOps one(last, plan_);
@@ -98,14 +99,45 @@ class PassBuilder {
   LayerOps ops_;
 };
 
+// Appends `s`, waiting for the stage's op before it: a decode step is one dependent chain of
+// kernels, TP collectives and stage hand-offs. A receive completes when its message arrives
+// (no stream; matched to the sender's sends in order).
 void add(StageProgram& p, const OpSpec& s, int layer, int pass) {
   const int id = append_op(p, s, Phase::forward, layer, pass);
-  // Every op waits for the one before it: a decode step is one dependent chain of kernels and
-  // TP collectives.
-  if (id > 0) p.deps.push_back(id - 1);
+  if (id > 0 && s.stream != Stream::pp_recv) p.deps.push_back(id - 1);
   p.dep_begin.push_back(static_cast<int>(p.deps.size()));
-  p.stream_ops[static_cast<int>(s.stream)].push_back(id);
+  if (s.stream == Stream::pp_recv) p.recv_from_prev.push_back(id);
+  else p.stream_ops[static_cast<int>(s.stream)].push_back(id);
   p.mem_begin.push_back(0);
+}
+
+// The hand-off between pipeline stages of `tokens` tokens per sequence: the hidden states, each
+// TP rank sending its 1/tp part and the receiving TP group all-gathering them (vLLM's
+// send_tensor_dict with all_gather_group; llama.cpp's layer split copies the whole tensor, tp 1).
+void hand_off_send(StageProgram& p, const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens,
+                   int pass) {
+  const double bytes = kActivationBytes * s.batch * static_cast<double>(tokens) * m.hidden;
+  add(p, comm_spec(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_next, bytes / plan.tp), -1, pass);
+}
+void hand_off_receive(StageProgram& p, const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens,
+                      int pass) {
+  const double bytes = kActivationBytes * s.batch * static_cast<double>(tokens) * m.hidden;
+  add(p, comm_spec(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, Group::pp_prev, bytes / plan.tp), -1, pass);
+  if (plan.tp > 1)
+    add(p, comm_spec(OpKind::pp_all_gather, Stream::tp, CommKind::all_gather, Group::tp, bytes), -1, pass);
+}
+// The sampled token of every sequence (an int32 id), from the last stage back to the first, which
+// embeds it for the next decode step.
+constexpr double kTokenIdBytes = 4;
+
+// llama.cpp's layer split (llama-model.cpp load_tensors): layer il (the output layer counted as
+// layer n_layer) goes to the first device whose cumulative share of the memory exceeds
+// il / (n_layer + 1); equal GPUs hold equal shares, so the head sits on the last stage with
+// fewer layers beside it.
+std::vector<int> layer_split(int layers, int pp) {
+  std::vector<int> stages(pp, 0);
+  for (int il = 0; il < layers; ++il) stages[static_cast<std::size_t>(il) * pp / (layers + 1)]++;
+  return stages;
 }
 
 }  // namespace
@@ -125,29 +157,37 @@ bool reads_weights(OpKind k) {
          k == OpKind::lm_head;
 }
 
-MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp) {
+MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp) {
   InferenceSetup fit;
   fit.format = s.weights;
   fit.context = s.prompt + s.output;
   fit.batch = s.batch;
   fit.kv_bytes = kv_format_bytes(s.kv);
-  return inference_memory(m, fit, tp, 1);
+  return inference_memory(m, fit, tp, pp);
 }
 
-ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp) {
+ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp, int pp) {
   if (m.is_moe() || m.is_mla())
     throw InputError(fmt::format("model.name = {}: dtsim serve simulates dense models with multi-head or grouped-query "
                                  "attention; mixture-of-experts and MLA models are not modelled yet",
                                  m.name));
   ParallelPlan p;
   p.tp = tp;
+  p.pp = pp;
   p.micro_batch = s.batch;
   p.global_batch = s.batch;
   p.attention = Attention::flash;
   p.dropout = false;
   p.recompute = Recompute::none;
   p.weight_bytes = kActivationBytes;
-  validate_plan(p, m, tp);
+  if (pp > m.layers)
+    throw InputError(fmt::format("parallel.pp = {}: more pipeline stages than model.name = {}'s {} layers", pp, m.name,
+                                 m.layers));
+  p.stage_layers = layer_split(m.layers, pp);
+  if (std::count(p.stage_layers.begin(), p.stage_layers.end(), 0) > 0)
+    throw InputError(fmt::format("parallel.pp = {}: the layer split of {} layers leaves a stage empty; valid: at most {}",
+                                 pp, m.layers, m.layers / 2 + 1));
+  validate_plan(p, m, tp * pp);
   return p;
 }
 
@@ -163,21 +203,40 @@ Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, c
   Program program;
   program.plan = plan;
   program.model = m;
-  StageProgram p;
-  for (const auto& [op, layer] : PassBuilder(m, plan, s, s.prompt).ops(0)) add(p, op, layer, 0);
-  const PassBuilder decode(m, plan, s, 1);
   const std::vector<int> contexts = decode_contexts(s);
-  for (std::size_t i = 0; i < contexts.size(); ++i)
-    for (const auto& [op, layer] : decode.ops(contexts[i])) add(p, op, layer, static_cast<int>(i) + 1);
-  const MemoryNeed need = serve_memory(m, s, plan.tp);
-  for (const MemoryItem& item : need.items) {
-    if (item.name == "weights") p.static_bytes[static_cast<int>(MemCategory::weights)] = item.bytes;
-    if (item.name == "kv_cache") p.static_bytes[static_cast<int>(MemCategory::buffers)] = item.bytes;
-    if (item.name == "activations") p.static_bytes[static_cast<int>(MemCategory::activations)] = item.bytes;
+  const PassBuilder prefill(m, plan, s, s.prompt), decode(m, plan, s, 1);
+  for (int stage = 0; stage < plan.pp; ++stage) {
+    const bool first = stage == 0, last = stage == plan.pp - 1;
+    const int begin = plan.chunk_first_layer(stage, 0), end = begin + plan.chunk_layers(stage, 0);
+    StageProgram p;
+    for (int pass = 0; pass <= static_cast<int>(contexts.size()); ++pass) {
+      const int tokens = pass == 0 ? s.prompt : 1;
+      if (first && pass > 0 && plan.pp > 1)
+        add(p, comm_spec(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, Group::pp_prev, kTokenIdBytes * s.batch),
+            -1, pass);
+      if (!first) hand_off_receive(p, m, plan, s, tokens, pass);
+      const PassBuilder& b = pass == 0 ? prefill : decode;
+      if (first)
+        for (const OpSpec& op : b.embedding()) add(p, op, -1, pass);
+      for (int l = begin; l < end; ++l)
+        for (const OpSpec& op : b.layer(l, pass == 0 ? 0 : contexts[pass - 1])) add(p, op, l, pass);
+      if (last)
+        for (const OpSpec& op : b.head()) add(p, op, -1, pass);
+      if (!last) hand_off_send(p, m, plan, s, tokens, pass);
+      else if (plan.pp > 1 && pass < static_cast<int>(contexts.size()))
+        add(p, comm_spec(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_next, kTokenIdBytes * s.batch),
+            -1, pass);
+    }
+    const MemoryNeed need = serve_memory(m, s, plan.tp, plan.pp);
+    for (const MemoryItem& item : need.items) {
+      if (item.name == "weights") p.static_bytes[static_cast<int>(MemCategory::weights)] = item.bytes;
+      if (item.name == "kv_cache") p.static_bytes[static_cast<int>(MemCategory::buffers)] = item.bytes;
+      if (item.name == "activations") p.static_bytes[static_cast<int>(MemCategory::activations)] = item.bytes;
+    }
+    for (int i = 0; i < p.size(); ++i)
+      if (p.gemm_m[i] > 0) program.model_flops_per_step += p.flops[i] * plan.tp;
+    program.stages.push_back(std::move(p));
   }
-  for (int i = 0; i < p.size(); ++i)
-    if (p.gemm_m[i] > 0) program.model_flops_per_step += p.flops[i] * plan.tp;
-  program.stages.push_back(std::move(p));
   return program;
 }
 

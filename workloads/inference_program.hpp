@@ -33,21 +33,26 @@ struct ServeSetup {
   bool cuda_graphs = true;  // decode steps replayed as CUDA graphs: no per-kernel launch gap
 };
 
-// The memory of the setup on one of tp GPUs (fit's closed forms: weights in their format, the KV
-// cache of batch x (prompt + output) tokens, one forward pass's activations, the runtime).
-MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp);
+// The memory of the setup on one of tp x pp GPUs (fit's closed forms: weights in their format, the
+// KV cache of batch x (prompt + output) tokens, one forward pass's activations, the runtime).
+MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp = 1);
 
-// The plan of inference on tp GPUs: one stage, no data parallelism, `batch` sequences per pass,
-// fused flash attention, no dropout or recomputation. Throws InputError (naming parallel.tp) when
-// the model cannot be split so, or (naming model.name) when it is a mixture-of-experts or MLA model.
-ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp);
+// The plan of inference on tp x pp GPUs: TP inside each of pp pipeline stages that hold llama.cpp's
+// layer split (the output layer counted as one), no data parallelism, `batch` sequences per pass,
+// fused flash attention, no dropout or recomputation. Throws InputError (naming parallel.tp or
+// parallel.pp) when the model cannot be split so, or (naming model.name) when it is a
+// mixture-of-experts or MLA model.
+ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp, int pp = 1);
 
 // The context lengths (tokens each new token attends to, itself included) of the decode
 // iterations simulated: the first, the middle and the last output token.
 std::vector<int> decode_contexts(const ServeSetup& s);
 
 // The whole request on every rank: pass 0 (micro_batch 0) is the prefill, pass i (1..) the decode
-// iteration at decode_contexts(s)[i - 1]. plan: from inference_plan.
+// iteration at decode_contexts(s)[i - 1]. With pipeline stages the batch passes through them in
+// turn (llama.cpp's layer split; vLLM's pipeline without its virtual engines): each stage hands
+// its hidden states to the next, and the last sends the sampled tokens back to the first for the
+// next step. plan: from inference_plan.
 Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s);
 
 // The linear layers: kernels that stream a weight matrix from memory.

@@ -31,13 +31,7 @@ OpSpec LayerOps::elementwise(OpKind kind, double bytes, double backward_bytes, d
 }
 
 OpSpec LayerOps::collective(OpKind kind, Stream stream, Group group, CommKind comm, double bytes) {
-  OpSpec s;
-  s.kind = kind;
-  s.stream = stream;
-  s.comm = comm;
-  s.group = group;
-  s.bytes = bytes;
-  return s;
+  return comm_spec(kind, stream, comm, group, bytes);
 }
 
 OpSpec LayerOps::tp_collective(OpKind kind, CommKind comm, double bytes) const {

@@ -40,6 +40,17 @@ struct OpSpec {
   double cp_whole_flops = 0, cp_whole_bytes = 0, cp_kv_bytes = 0;
 };
 
+// A communication op: `bytes` over `group` on `stream`.
+inline OpSpec comm_spec(OpKind kind, Stream stream, CommKind comm, Group group, double bytes) {
+  OpSpec s;
+  s.kind = kind;
+  s.stream = stream;
+  s.comm = comm;
+  s.group = group;
+  s.bytes = bytes;
+  return s;
+}
+
 // Appends the op's columns to the stage program (its kind, stream, work, shape and group) and
 // returns its index; the caller adds its dependencies, stream order and memory changes.
 inline int append_op(StageProgram& p, const OpSpec& s, Phase phase, int layer, int micro_batch) {

@@ -111,18 +111,9 @@ class StageBuilder {
     return sum;
   }
 
-  OpSpec comm(OpKind kind, Stream stream, CommKind c, Group g, double bytes) const {
-    OpSpec s;
-    s.kind = kind;
-    s.stream = stream;
-    s.comm = c;
-    s.group = g;
-    s.bytes = bytes;
-    return s;
-  }
   // FSDP: gather one layer's parameters on the DP stream; they stay until `release` ends.
   int gather_layer(Phase phase, int layer, int mb, int after) {
-    const int op = add(comm(OpKind::param_all_gather, Stream::dp, CommKind::all_gather, Group::dp, layer_param_bytes()),
+    const int op = add(comm_spec(OpKind::param_all_gather, Stream::dp, CommKind::all_gather, Group::dp, layer_param_bytes()),
                        phase, layer, mb, {after});
     on_start(op, MemCategory::buffers, layer_param_bytes());
     return op;
@@ -132,14 +123,14 @@ class StageBuilder {
   // rank sends 1/t of the activation and the receiving TP group all-gathers it over NVLink.
   double send_bytes() const { return activation_bytes() / t(); }
   void send(Group to, Phase phase, int mb, int after) {
-    add(comm(OpKind::pp_send, Stream::pp_send, CommKind::send, to, send_bytes()), phase, -1, mb, {after});
+    add(comm_spec(OpKind::pp_send, Stream::pp_send, CommKind::send, to, send_bytes()), phase, -1, mb, {after});
   }
   // The receive, then (TP) the all-gather; returns the op the next computation waits for.
   int receive(Group from, Phase phase, int mb) {
-    const int r = add(comm(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, from, send_bytes()), phase, -1, mb, {});
+    const int r = add(comm_spec(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, from, send_bytes()), phase, -1, mb, {});
     on_end(r, MemCategory::buffers, activation_bytes());
     if (t() == 1) return r;
-    return add(comm(OpKind::pp_all_gather, Stream::tp, CommKind::all_gather, Group::tp, activation_bytes()), phase, -1,
+    return add(comm_spec(OpKind::pp_all_gather, Stream::tp, CommKind::all_gather, Group::tp, activation_bytes()), phase, -1,
                mb, {r});
   }
 
@@ -366,10 +357,10 @@ class StageBuilder {
   void reduce_gradients(double bytes, int after, bool experts = false) {
     const Group g = experts ? Group::expert_dp : Group::dp;
     if (plan_.zero_stage == 0)
-      add(comm(experts ? OpKind::expert_dp_all_reduce : OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, g, bytes),
+      add(comm_spec(experts ? OpKind::expert_dp_all_reduce : OpKind::dp_all_reduce, Stream::dp, CommKind::all_reduce, g, bytes),
           Phase::backward, -1, -1, {after});
     else
-      add(comm(experts ? OpKind::expert_dp_reduce_scatter : OpKind::dp_reduce_scatter, Stream::dp,
+      add(comm_spec(experts ? OpKind::expert_dp_reduce_scatter : OpKind::dp_reduce_scatter, Stream::dp,
                CommKind::reduce_scatter, g, bytes), Phase::backward, -1, -1, {after});
   }
 
@@ -405,7 +396,7 @@ class StageBuilder {
     // gradients (Megatron's embedding group, on the main gradient: fp32 with grad_reduce_fp32;
     // DeepSpeed's ReduceTiedGrads on the fp32 _hp_grad).
     if (model_.tied_embeddings && plan_.pp > 1 && (stage_ == 0 || stage_ == plan_.pp - 1))
-      add(comm(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
+      add(comm_spec(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
                grad_e() * model_.vocab * model_.hidden / t()),
           Phase::optimizer, -1, -1, {prev});
     // Megatron's mixed-precision step on fp32 master weights, as HBM passes per parameter: copy
@@ -418,7 +409,7 @@ class StageBuilder {
     // DualPipe: the mirror rank computed gradients of the same two stages; the pair sums its
     // reduced shards (the gradient of a parameter is the sum over both directions' micro-batches).
     if (plan_.schedule == Schedule::dualpipe)
-      add(comm(OpKind::mirror_all_reduce, Stream::dp, CommKind::all_reduce, Group::pp_mirror, grad_e() * shard),
+      add(comm_spec(OpKind::mirror_all_reduce, Stream::dp, CommKind::all_reduce, Group::pp_mirror, grad_e() * shard),
           Phase::optimizer, -1, -1, {prev, last_dp()});
     const double grad_copy = plan_.grad_accumulation == GradAccumulation::separate ? e() + 4 : 0;
     OpSpec step;
@@ -427,10 +418,10 @@ class StageBuilder {
     step.flops = 16 * shard;
     prev = add(step, Phase::optimizer, -1, -1, {prev, last_dp()});
     if (plan_.grad_ranks() > 1 && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
-      add(comm(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params), Phase::optimizer, -1, -1,
+      add(comm_spec(OpKind::dp_all_gather, Stream::dp, CommKind::all_gather, Group::dp, e() * params), Phase::optimizer, -1, -1,
           {prev});
     if (reduce_experts() && (plan_.zero_stage == 1 || plan_.zero_stage == 2))
-      add(comm(OpKind::expert_dp_all_gather, Stream::dp, CommKind::all_gather, Group::expert_dp, e() * experts),
+      add(comm_spec(OpKind::expert_dp_all_gather, Stream::dp, CommKind::all_gather, Group::expert_dp, e() * experts),
           Phase::optimizer, -1, -1, {prev});
   }
 

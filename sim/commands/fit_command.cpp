@@ -1,17 +1,21 @@
 // `dtsim fit`: the memory model of workloads/memory_fit for one model, then for every catalog GPU
-// the smallest split that holds it; `--seed-table` checks the guide's table (sim/guide_check).
+// the smallest split that holds it; `--seed-table` checks the guide's table (sim/validation/
+// guide_check) and gives its rows' decode speeds (guide_speed).
 // Training runs as the framework profile of --framework (the advisor's framework_setup) says.
 #include "sim/commands/fit_command.hpp"
 
 #include <fmt/format.h>
 
 #include <boost/program_options.hpp>
+#include <charconv>
 #include <iostream>
+#include <map>
 
 #include "sim/advisor/advise.hpp"
 #include "sim/base/error.hpp"
 #include "sim/base/units.hpp"
 #include "sim/validation/guide_check.hpp"
+#include "sim/validation/guide_speed.hpp"
 #include "sim/base/json.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "workloads/memory_fit.hpp"
@@ -129,27 +133,85 @@ void print_fit(const FitRequest& r, bool json) {
                "activations / tp + overhead)\n";
 }
 
-void print_seed_table(const std::string& path, bool json) {
+// A serving setup in words: "18.2 tokens/s on 2 x RTX-4090 (int4, tp 2)".
+std::string serving_text(const GuideServing& g) {
+  const std::string layout = g.pp > 1 ? fmt::format("layer split over {}", g.pp) : fmt::format("tp {}", g.tp);
+  return fmt::format("{:.1f} tokens/s on {} x {} ({}, {})", g.decode_tokens_per_s, g.gpus, g.gpu,
+                     weight_format_name(g.weights), layout);
+}
+
+std::string serving_json(const GuideServing& g) {
+  if (!g.modelled || !g.fits || g.decode_tokens_per_s <= 0)
+    return fmt::format("{{\"reason\": {}}}", json_string(g.reason));
+  return fmt::format("{{\"gpu\": \"{}\", \"gpus\": {}, \"tp\": {}, \"pp\": {}, \"weights\": \"{}\", "
+                     "\"decode_tokens_per_s\": {}, \"usd\": {}}}",
+                     g.gpu, g.gpus, g.tp, g.pp, weight_format_name(g.weights), JsonNumber{g.decode_tokens_per_s},
+                     JsonNumber{g.usd});
+}
+
+// The guide's cards: its count, or the fewest of 1, 2, 4, 8 that hold the model in some format.
+GuideServing speed_on_guide_cards(const GuideRow& g) {
+  if (g.gpu_count > 0) return guide_speed(g.dtsim_model, g.dtsim_gpu, g.gpu_count);
+  GuideServing s;
+  for (int n : {1, 2, 4, 8}) {
+    s = guide_speed(g.dtsim_model, g.dtsim_gpu, n);
+    if (!s.modelled || s.fits) break;
+  }
+  return s;
+}
+
+void print_seed_table(const std::string& path, double speed, const std::map<std::string, double>& extra_prices,
+                      bool json) {
   const std::vector<GuideRow> rows = check_guide(path);
+  const std::map<std::string, double> prices = read_gpu_prices(default_prices_path(), extra_prices);
+  std::vector<GuideServing> on_guide(rows.size()), cheapest(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].mode != "inference") continue;
+    on_guide[i] = speed_on_guide_cards(rows[i]);
+    cheapest[i] = cheapest_for_speed(rows[i].dtsim_model, speed, prices);
+  }
   if (json) {
     JsonList out;
-    for (const GuideRow& g : rows)
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      const GuideRow& g = rows[i];
+      const std::string speeds = g.mode != "inference" ? ""
+                                     : fmt::format(", \"speed\": {}, \"cheapest\": {}", serving_json(on_guide[i]),
+                                                   serving_json(cheapest[i]));
       out.add(fmt::format("{{\"model\": \"{}\", \"claimed_vram\": \"{}\", \"claimed_gpu\": \"{}\", \"dtsim_model\": \"{}\", "
                           "\"mode\": \"{}\", \"dtsim_gpu\": \"{}\", \"claimed_gb\": {:.9g}, \"dtsim_gb\": {:.9g}, \"verdict\": \"{}\", "
-                          "\"explanation\": \"{}\"}}",
+                          "\"explanation\": \"{}\"{}}}",
                           json_escape(g.model), json_escape(g.claimed_vram), json_escape(g.claimed_gpu), g.dtsim_model,
-                          g.mode, g.dtsim_gpu, g.claimed_gb, g.dtsim_gb, g.verdict, json_escape(g.explanation)));
-    std::cout << fmt::format("{{\"claims\": \"{}\", \"rows\": {}}}\n", json_escape(path), out.str());
+                          g.mode, g.dtsim_gpu, g.claimed_gb, g.dtsim_gb, g.verdict, json_escape(g.explanation), speeds));
+    }
+    std::cout << fmt::format("{{\"claims\": \"{}\", \"target_tokens_per_s\": {}, \"rows\": {}}}\n", json_escape(path),
+                             JsonNumber{speed}, out.str());
     return;
   }
   std::cout << fmt::format("The guide's VRAM table ({}) against dtsim: inference at bf16 with a {}-token KV cache, "
                            "batch 1, activations and 1 GiB runtime overhead; training with bf16 mixed-precision Adam "
-                           "and full recompute. GB = 1e9 B. matches: within 10 %.\n\n", path, kGuideContext);
+                           "and full recompute. GB = 1e9 B. matches: within 10 %.\n", path, kGuideContext);
+  std::cout << fmt::format("speed: dtsim serve decoding one sequence ({} prompt + {} output tokens) on the guide's cards "
+                           "in the widest of bf16, int8, int4 that fits; for {:g} tokens/s: the cheapest set of 1, 2, 4 "
+                           "or 8 cards priced in {} (launch prices) or by --price that reaches it.\n\n",
+                           kGuidePromptTokens, kGuideOutputTokens, speed, default_prices_path());
   std::cout << fmt::format("{:<30} {:<22} {:>12} {:<15} {}\n", "model", "guide claims", "dtsim GB", "verdict", "guide's GPUs");
-  for (const GuideRow& g : rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const GuideRow& g = rows[i];
     std::cout << fmt::format("{:<30} {:<22} {:>12.1f} {:<15} {}\n", g.model, g.claimed_vram, g.dtsim_gb, g.verdict,
                              g.claimed_gpu);
     std::cout << fmt::format("    {} ({}): {}\n", g.dtsim_model, g.mode, g.explanation);
+    if (g.mode != "inference") continue;
+    const GuideServing& s = on_guide[i];
+    const GuideServing& c = cheapest[i];
+    if (!s.modelled) {  // serve cannot run the model on any cards
+      std::cout << fmt::format("    speed: not modelled ({})\n", s.reason);
+      continue;
+    }
+    const std::string on = s.fits ? serving_text(s) : s.reason;
+    const std::string best = c.modelled && c.fits
+                                 ? fmt::format("{:.0f} USD, {}", c.usd, serving_text(c))
+                                 : c.reason;
+    std::cout << fmt::format("    speed: {}; for {:g} tokens/s: {}\n", on, speed, best);
   }
 }
 
@@ -169,6 +231,8 @@ int fit_command(int argc, char** argv) {
       "dp", po::value<int>()->default_value(1), "training: data-parallel replicas")(
       "cp", po::value<int>()->default_value(1), "training: context-parallel ranks per sequence (needs flash attention)")(
       "seed-table", "check the GPU guide's VRAM table instead")(
+      "speed", po::value<double>()->default_value(20), "seed table: decode tokens/s for one user the cheapest card set must reach")(
+      "price", po::value<std::vector<std::string>>()->composing(), "seed table: GPU=USD per card, added to the launch prices (repeatable)")(
       "claims", po::value<std::string>()->default_value(default_claims_path()), "the guide's table (CSV)")(
       "json", "print JSON");
   po::variables_map vm;
@@ -179,10 +243,26 @@ int fit_command(int argc, char** argv) {
   }
   if (vm.count("help")) {
     std::cout << "usage: dtsim fit --model NAME [--precision bf16] [--context N] [--batch N] [--mode inference|training] "
-                 "[--framework NAME] [--recompute full] [--zero N] [--dp N] [--cp N] [--json]\n       dtsim fit --seed-table [--claims FILE.csv] [--json]\n\n" << own << "\n";
+                 "[--framework NAME] [--recompute full] [--zero N] [--dp N] [--cp N] [--json]\n       dtsim fit --seed-table [--claims FILE.csv] [--speed 20] [--price GPU=USD ...] [--json]\n\n" << own << "\n";
     return 0;
   }
-  if (vm.count("seed-table")) print_seed_table(vm["claims"].as<std::string>(), vm.count("json") > 0);
+  if (vm.count("seed-table")) {
+    const double speed = vm["speed"].as<double>();
+    if (!(speed > 0) || speed > 1e6) throw InputError(fmt::format("--speed = {}: tokens/s above 0 and at most 1e6", speed));
+    std::map<std::string, double> prices;
+    if (vm.count("price"))
+      for (const std::string& p : vm["price"].as<std::vector<std::string>>()) {
+        const std::size_t eq = p.find('=');
+        if (eq == std::string::npos) throw InputError(fmt::format("--price '{}': give GPU=USD per card, e.g. RTX-3090=800", p));
+        double usd = 0;
+        const std::string v = p.substr(eq + 1);
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), usd);
+        if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+          throw InputError(fmt::format("--price '{}': '{}' is not a number of USD", p, v));
+        prices[p.substr(0, eq)] = usd;
+      }
+    print_seed_table(vm["claims"].as<std::string>(), speed, prices, vm.count("json") > 0);
+  }
   else print_fit(read_request(vm), vm.count("json") > 0);
   return 0;
 }

@@ -64,7 +64,7 @@ constexpr const char* kUsage =
     "       dtsim fit --model NAME [--precision fp16|bf16|fp8|int8|int4] [--context N] [--batch N]\n"
     "                 [--mode inference|training] [--framework megatron-core] [--recompute full] [--zero N]\n"
     "                 [--dp 1] [--cp 1] [--json]\n"
-    "       dtsim fit --seed-table [--claims FILE.csv] [--json]\n"
+    "       dtsim fit --seed-table [--claims FILE.csv] [--speed 20] [--price GPU=USD ...] [--json]\n"
     "       dtsim advise --model NAME --gpus A100-80GB,H100-80GB,RTX4090 [--framework megatron-core] [--max-gpus 256]\n"
     "                    [--tokens T] [--global-batch N] [--price GPU=USD_PER_HOUR ...] [--top 2]\n"
     "                    [--nics-per-node 4] [--nic-gbps 200] [--jobs N] [--output FILE.h5] [--json]\n"

@@ -18,16 +18,19 @@
 namespace dtsim {
 namespace {
 
-// Keeps rank 0's op records (the figures are read from them) and passes every record on to the
-// HDF5 trace, when there is one, unless the scenario asked for a summary-only trace.
+// Keeps the op records of the first TP rank of every pipeline stage (the figures are read from
+// them) and passes every record on to the HDF5 trace, when there is one, unless the scenario asked
+// for a summary-only trace.
 class ServeSink final : public TraceSink {
  public:
-  ServeSink(TraceSink* inner, bool inner_events) : inner_(inner), inner_events_(inner_events) {}
+  ServeSink(TraceSink* inner, bool inner_events, const ParallelPlan& plan) : inner_(inner), inner_events_(inner_events) {
+    for (int r = 0; r < plan.num_ranks(); ++r) kept_.push_back(plan.coords(r).tp == 0);
+  }
   void begin(const RunInfo& info) override {
     if (inner_) inner_->begin(info);
   }
   void event(const EventRecord& r) override {
-    if (r.rank == 0) events.push_back(r);
+    if (kept_[static_cast<std::size_t>(r.rank)]) events.push_back(r);
     if (inner_ && inner_events_) inner_->event(r);
   }
   void memory(const MemoryRecord& r) override {
@@ -53,6 +56,7 @@ class ServeSink final : public TraceSink {
  private:
   TraceSink* inner_;
   bool inner_events_;
+  std::vector<char> kept_;
 };
 
 // A decode step's linear layers multiply `batch` rows by the weights. The kernel library runs the
@@ -69,7 +73,8 @@ void choose_decode_kernels(StageProgram& p, const ComputeModel& compute) {
   }
 }
 
-// Splits pass `pass`'s span on rank 0 into its parts.
+// Splits pass `pass`'s span into its parts. The batch runs through the pipeline stages in turn,
+// so the parts of every stage add up; a hand-off counts once, at its send.
 PassTime pass_time(const std::vector<EventRecord>& events, int pass, TimeNs launch_ns) {
   PassTime t;
   TimeNs begin = -1, end = 0;
@@ -78,6 +83,7 @@ PassTime pass_time(const std::vector<EventRecord>& events, int pass, TimeNs laun
     begin = begin < 0 ? e.start_ns : std::min(begin, e.start_ns);
     end = std::max(end, e.end_ns);
     const double s = ns_to_seconds(e.end_ns - e.start_ns);
+    if (static_cast<Stream>(e.stream) == Stream::pp_recv) continue;
     if (static_cast<Stream>(e.stream) != Stream::compute) {
       t.comm_s += s;
       continue;
@@ -135,20 +141,28 @@ double item_bytes(const MemoryNeed& need, const std::string& name) {
   return 0;
 }
 
-int serve_tp(const Scenario& sc, int gpus) {
+struct ServeLayout {
+  int tp = 1, pp = 1;
+};
+
+// TP x PP over all the cluster's GPUs: pp stages (1 unless set), TP inside each.
+ServeLayout serve_layout(const Scenario& sc, int gpus) {
   const ParallelPlan& p = sc.plan;
-  if (p.pp != kAutoSize && p.pp != 1)
-    throw InputError(fmt::format("{}: parallel.pp = {}: dtsim serve runs one pipeline stage (tensor parallelism over "
-                                 "the cluster's GPUs); valid: 1 or auto",
-                                 sc.source, p.pp));
   if (p.dp != kAutoSize && p.dp != 1)
     throw InputError(fmt::format("{}: parallel.dp = {}: dtsim serve simulates one model replica; valid: 1 or auto",
                                  sc.source, p.dp));
-  if (p.tp != kAutoSize && p.tp != gpus)
-    throw InputError(fmt::format("{}: parallel.tp = {}: dtsim serve splits the model over all {} GPUs of the cluster; "
-                                 "valid: {} or auto",
-                                 sc.source, p.tp, gpus, gpus));
-  return gpus;
+  ServeLayout l;
+  l.pp = p.pp == kAutoSize ? 1 : p.pp;
+  if (l.pp < 1 || gpus % l.pp != 0)
+    throw InputError(fmt::format("{}: parallel.pp = {}: dtsim serve splits the model over all {} GPUs of the cluster, "
+                                 "so pp must divide {}",
+                                 sc.source, p.pp, gpus, gpus));
+  l.tp = gpus / l.pp;
+  if (p.tp != kAutoSize && p.tp != l.tp)
+    throw InputError(fmt::format("{}: parallel.tp = {}: dtsim serve splits the model over all {} GPUs of the cluster "
+                                 "in {} pipeline stage(s); valid: {} or auto",
+                                 sc.source, p.tp, gpus, l.pp, l.tp));
+  return l;
 }
 
 }  // namespace
@@ -158,13 +172,16 @@ ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads) 
   const ClusterGraph graph = make_cluster(sc);
   ServeResult r;
   r.gpus = graph.num_gpus();
-  const int tp = serve_tp(sc, r.gpus);
+  const ServeLayout layout = serve_layout(sc, r.gpus);
+  const int tp = layout.tp;
+  r.tp = tp;
+  r.pp = layout.pp;
   sc.plan.tp = tp;  // the sizes served, for tp_fold_exact
-  sc.plan.pp = 1;
+  sc.plan.pp = layout.pp;
   sc.plan.dp = 1;
   const ParallelPlan plan = [&] {
     try {
-      return inference_plan(sc.model, s, tp);
+      return inference_plan(sc.model, s, tp, layout.pp);
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: {}", sc.source, e.what()));
     }
@@ -174,7 +191,8 @@ ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads) 
   // CUDA-graphs note; vLLM captures decode batches): the step pays one launch, not one per kernel.
   const TimeNs launch_ns = s.cuda_graphs ? 0 : ComputeModel::kLaunchOverheadNs;
   Program program = build_inference_program(sc.model, plan, s);
-  choose_decode_kernels(program.stages[0], ComputeModel(gpu, Precision::bf16, plan.attention, plan.recipe, launch_ns));
+  for (StageProgram& stage : program.stages)
+    choose_decode_kernels(stage, ComputeModel(gpu, Precision::bf16, plan.attention, plan.recipe, launch_ns));
   Engine engine(program, graph, gpu, Precision::bf16, sc.protocol, sc.algorithm, *sc.nccl, launch_ns);
 
   std::unique_ptr<TraceSink> file;
@@ -182,7 +200,7 @@ ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads) 
     file = std::make_unique<Hdf5TraceSink>(trace_path);
     file->begin(RunInfo{sc.resolved_text, DTSIM_VERSION});
   }
-  ServeSink sink(file.get(), sc.trace_detail != TraceDetail::summary);
+  ServeSink sink(file.get(), sc.trace_detail != TraceDetail::summary, plan);
   try {
     EngineOptions options;
     options.threads = threads;
@@ -224,8 +242,9 @@ ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads) 
   r.request_tokens_per_s = static_cast<double>(s.batch) * s.output / r.request_s;
 
   const ComputeModel rates(gpu, Precision::bf16);
-  r.memory = serve_memory(sc.model, s, tp);
-  r.weight_floor_s = decode_weight_bytes(program.stages[0], s.weights) / rates.hbm_bytes_per_s();
+  r.memory = serve_memory(sc.model, s, tp, layout.pp);
+  for (const StageProgram& stage : program.stages)  // the stages stream their weights in turn
+    r.weight_floor_s += decode_weight_bytes(stage, s.weights) / rates.hbm_bytes_per_s();
   r.gpu_bytes = gpu.memory_bytes;
   r.kv_token_bytes = item_bytes(r.memory, "kv_cache") / (static_cast<double>(s.batch) * (s.prompt + s.output));
   const double left =

@@ -21,6 +21,7 @@ struct PassTime {
 
 struct ServeResult {
   int gpus = 0;
+  int tp = 1, pp = 1;           // TP inside each of pp pipeline stages (tp x pp = gpus)
   PassTime prefill;             // launch gaps included as an eager prefill pays them
   std::vector<PassTime> decode;  // the simulated decode iterations (one CUDA-graph launch each when on)
   PassTime tpot;                // decode steps integrated over the output (trapezoid rule)
@@ -38,9 +39,10 @@ struct ServeResult {
   EngineResult engine;           // the whole program's run (links, ranks, summary)
 };
 
-// Runs the scenario's [inference] setup (sc.inference; load it with Workload::inference) with TP
-// over all the cluster's GPUs. Writes the HDF5 trace to trace_path when it is not empty. Throws
-// InputError on bad input (pp or dp above 1, tp not the GPU count, a model it cannot split).
+// Runs the scenario's [inference] setup (sc.inference; load it with Workload::inference) over all
+// the cluster's GPUs: parallel.pp pipeline stages (default 1), TP inside each. Writes the HDF5
+// trace to trace_path when it is not empty. Throws InputError on bad input (dp above 1, tp x pp not
+// the GPU count, a model it cannot split).
 ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads = 1);
 
 }  // namespace dtsim

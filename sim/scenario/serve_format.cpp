@@ -30,8 +30,10 @@ std::string pass_json(const PassTime& t) {
 std::string format_serve_text(const Scenario& sc, const ServeResult& r) {
   const ServeSetup& s = sc.inference;
   const PassTime& t = r.tpot;
-  std::string out = fmt::format("dtsim serve: {} on {} x {} (tp {}), {}\n", sc.model.name, r.gpus, sc.cluster.gpu,
-                                r.gpus, network_text(sc));
+  const std::string layout = r.pp > 1 ? fmt::format("tp {} x pp {}: the stages run in turn", r.tp, r.pp)
+                                      : fmt::format("tp {}", r.tp);
+  std::string out = fmt::format("dtsim serve: {} on {} x {} ({}), {}\n", sc.model.name, r.gpus, sc.cluster.gpu,
+                                layout, network_text(sc));
   out += fmt::format("  request            batch {} x ({} prompt + {} output tokens), weights {}, KV cache {}, CUDA "
                      "graphs {}\n",
                      s.batch, s.prompt, s.output, weight_format_name(s.weights), kv_format_name(s.kv),
@@ -49,8 +51,8 @@ std::string format_serve_text(const Scenario& sc, const ServeResult& r) {
                      "other kernels {}\n",
                      percent(t.weights_s, t.total_s), percent(t.kv_s, t.total_s), percent(t.comm_s, t.total_s),
                      percent(t.launch_s, t.total_s), percent(t.other_s, t.total_s));
-  out += fmt::format("  weight-read floor  {:.2f} ms per step (weights streamed per GPU / its memory rate)\n",
-                     r.weight_floor_s * 1e3);
+  out += fmt::format("  weight-read floor  {:.2f} ms per step (weights streamed per GPU / its memory rate{})\n",
+                     r.weight_floor_s * 1e3, r.pp > 1 ? ", stage after stage" : "");
   out += fmt::format("  memory per GPU     {:.1f} of {:.1f} GiB: weights {:.1f}, KV cache {:.1f}, activations {:.1f}, "
                      "runtime {:.1f}{}\n",
                      r.memory.total() / kGiB, r.gpu_bytes / kGiB, item_gib(r.memory, "weights"),
@@ -67,14 +69,14 @@ std::string format_serve_json(const Scenario& sc, const ServeResult& r) {
   JsonList decode;
   for (const PassTime& t : r.decode) decode.add(pass_json(t));
   return fmt::format(
-      "{{\"model\": {}, \"gpu\": {}, \"gpus\": {}, \"tp\": {}, \"batch\": {}, \"prompt_tokens\": {}, "
+      "{{\"model\": {}, \"gpu\": {}, \"gpus\": {}, \"tp\": {}, \"pp\": {}, \"batch\": {}, \"prompt_tokens\": {}, "
       "\"output_tokens\": {}, \"weights\": \"{}\", \"kv_cache\": \"{}\", \"cuda_graphs\": {}, \"ttft_ms\": {}, "
       "\"tpot_ms\": {}, \"decode_tokens_per_s\": {}, \"decode_tokens_per_s_per_gpu\": {}, \"request_s\": {}, "
       "\"request_tokens_per_s\": {}, \"request_tokens_per_s_per_gpu\": {}, \"weight_floor_ms\": {}, "
       "\"prefill\": {}, \"decode_mean\": {}, \"decode_steps\": {}, \"memory_gib\": {{\"weights\": {}, \"kv_cache\": {}, "
       "\"activations\": {}, \"overhead\": {}, \"total\": {}, \"gpu\": {}}}, \"fits\": {}, "
       "\"kv_capacity_tokens\": {}, \"kv_capacity_sequences\": {}, \"kv_bytes_per_token_per_gpu\": {}}}",
-      json_string(sc.model.name), json_string(sc.cluster.gpu), r.gpus, r.gpus, s.batch, s.prompt, s.output,
+      json_string(sc.model.name), json_string(sc.cluster.gpu), r.gpus, r.tp, r.pp, s.batch, s.prompt, s.output,
       weight_format_name(s.weights), kv_format_name(s.kv), s.cuda_graphs, JsonNumber{r.ttft_s * 1e3},
       JsonNumber{r.tpot.total_s * 1e3}, JsonNumber{r.decode_tokens_per_s}, JsonNumber{r.decode_tokens_per_s / r.gpus},
       JsonNumber{r.request_s}, JsonNumber{r.request_tokens_per_s}, JsonNumber{r.request_tokens_per_s / r.gpus},

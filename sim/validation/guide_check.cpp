@@ -128,6 +128,7 @@ std::vector<GuideRow> check_guide(const std::string& path) {
                           ? 0
                           : static_cast<int>(first_number(get("claimed_gpu_count"), where + " claimed_gpu_count", 1,
                                                           static_cast<double>(limits::kMaxGpus)));
+    g.gpu_count = count;
     const double claim = g.claimed_gb * 1e9, capacity = card.memory_bytes;
     const std::string on = fmt::format("{} ({:.0f} GiB)", card.name, gpu_gib);
     std::string gpus;

@@ -14,6 +14,7 @@ struct GuideRow {
   std::string model, claimed_vram, claimed_gpu;   // as printed
   std::string dtsim_model, mode, note;
   std::string dtsim_gpu;        // the catalog card (GpuSpec::name) the claimed GPUs are checked on
+  int gpu_count = 0;            // the guide's card count, 0 when it gives none
   double claimed_gb = 0;        // the first number of claimed_vram, GB = 1e9 B
   double dtsim_gb = 0;          // dtsim's total at bf16 (one copy of the model), GB
   std::string verdict;          // matches | underestimates | overestimates

@@ -57,11 +57,13 @@ std::string kv_format(const std::string& text, std::vector<std::string>& assumpt
   throw InputError(fmt::format("kv_precision = '{}': valid: f16, fp16, bf16, fp8 ...", text));
 }
 
-std::string node_kind(const std::string& interconnect, int gpus) {
+std::string node_kind(const std::string& interconnect, int gpus, int tp) {
   if (interconnect == "nvlink-bridge") return "nvlink_pairs";
   if (interconnect == "pcie") return "pcie";
   if (interconnect == "nvswitch") return "nvswitch";
-  if (gpus == 1 && interconnect.empty()) return "pcie";  // one GPU: no GPU-to-GPU path is used
+  // One GPU uses no GPU-to-GPU path; a layer split (tp 1) hands one token's hidden state (16 KiB
+  // for a 8192-wide model) between GPUs per step, which no path makes count.
+  if (tp == 1 && interconnect.empty()) return "pcie";
   throw InputError(fmt::format("interconnect = '{}' on {} GPUs: valid: nvlink-bridge, pcie, nvswitch", interconnect,
                                gpus));
 }
@@ -102,13 +104,14 @@ InferenceRowScenario inference_row_scenario(const Row& row) {
   const int gpus = count(row, "gpus", 1, "GPU count");
   const int tp = count(row, "tp", 1, "tensor-parallel size");
   const int pp = count(row, "pp", 1, "pipeline size");
-  if (pp > 1)
-    throw InputError(fmt::format("pp = {}: a layer split over {} GPUs (llama.cpp's --split-mode layer runs them one "
-                                 "after another); dtsim serve runs tensor parallelism only",
-                                 pp, pp));
-  if (tp != gpus)
-    throw InputError(fmt::format("tp = {} on gpus = {}: {} model replicas; dtsim serve simulates one over all its GPUs",
-                                 tp, gpus, gpus / tp));
+  if (tp * pp != gpus)
+    throw InputError(fmt::format("tp = {} x pp = {} on gpus = {}: {} model replicas; dtsim serve simulates one over all "
+                                 "its GPUs",
+                                 tp, pp, gpus, static_cast<double>(gpus) / (tp * pp)));
+  // llama.cpp's --split-mode layer: whole layers on each GPU, run one after another for a batch.
+  if (pp > 1) out.assumptions.push_back(fmt::format("pp {}: llama.cpp's layer split, the GPUs in turn", pp));
+  if (gpus > 1 && tp == 1 && at(row, "interconnect").empty())
+    out.assumptions.push_back("interconnect not recorded: PCIe between the GPUs of the layer split");
   const int batch = count(row, "batch", 1, "batch of concurrent sequences");
   const int prompt = count(row, "prompt_tokens", 0, "prompt length");
   const int output = count(row, "output_tokens", 0, "output length");
@@ -128,8 +131,9 @@ InferenceRowScenario inference_row_scenario(const Row& row) {
       "--cluster.gpu=" + gpu,
       "--cluster.nodes=1",
       fmt::format("--cluster.gpus_per_node={}", gpus),
-      "--cluster.node_kind=" + node_kind(at(row, "interconnect"), gpus),
+      "--cluster.node_kind=" + node_kind(at(row, "interconnect"), gpus, tp),
       fmt::format("--parallel.tp={}", tp),
+      fmt::format("--parallel.pp={}", pp),
       "--inference.weights=" + weight_format(at(row, "weight_format")),
       "--inference.kv_cache=" + kv_format(at(row, "kv_precision"), out.assumptions),
       fmt::format("--inference.batch={}", batch),
