@@ -283,7 +283,7 @@ TEST_CASE("dtsim fit --seed-table gives every claim a verdict", "[cli]") {
   CHECK_THAT(o.out, Catch::Contains("DeepSeek R1") && Catch::Contains("matches") && Catch::Contains("underestimates"));
   // Each inference row's decode speed on the guide's cards and the cheapest set for 20 tokens/s.
   CHECK_THAT(o.out, Catch::Contains("speed: 33.5 tokens/s on 2 x RTX-3090 (int4, tp 2); for 20 tokens/s: ") &&
-                        Catch::Contains("speed: not modelled (model.name = deepseek-r1"));
+                        Catch::Contains("tokens/s on 16 x A100-SXM4-80GB (bf16, tp 8 x pp 2)"));
   const Outcome json = run_dtsim("fit --seed-table --speed 40 --price RTX-3090=800 --json");
   REQUIRE(json.status == 0);
   CHECK_THAT(json.out, Catch::Contains("\"target_tokens_per_s\": 40") &&

@@ -40,10 +40,15 @@ TEST_CASE("the guide's cards decode at dtsim serve's speed in the widest format 
   const GuideServing none = guide_speed("llama3-70b", "RTX-3090", 1);
   CHECK_FALSE(none.fits);
   CHECK_THAT(none.reason, Catch::Contains("does not fit on 1 x RTX-3090"));
-  // A mixture of experts is not served yet: no speed, and the reason names the model.
+  // DeepSeek R1 on the guide's 16 A100: bf16 fits as TP 8 in each machine, two pipeline stages.
   const GuideServing moe = guide_speed("deepseek-r1", "A100-SXM4-80GB", 16);
-  CHECK_FALSE(moe.modelled);
-  CHECK_THAT(moe.reason, Catch::Contains("deepseek-r1"));
+  REQUIRE(moe.fits);
+  CHECK(moe.weights == WeightFormat::bf16);
+  CHECK(moe.tp == 8);
+  CHECK(moe.pp == 2);
+  // No 8 priced consumer cards hold it even in int4 (335 GB of weights).
+  CHECK_THAT(cheapest_for_speed("deepseek-r1", 20, read_gpu_prices(default_prices_path(), {})).reason,
+             Catch::Contains("holds deepseek-r1"));
 }
 
 TEST_CASE("the cheapest priced set that reaches a speed, and no cheaper one does", "[fit][serve]") {

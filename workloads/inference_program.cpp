@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "sim/base/error.hpp"
@@ -35,30 +36,47 @@ class PassBuilder {
   std::vector<OpSpec> head() const { return serving(head_ops()); }
 
  private:
-  // Linear layers read their weights in the serving format; nothing is kept for a backward pass.
+  // Linear layers read their weights in the serving format; a routed expert's GEMMs read only the
+  // experts the pass's tokens reach; nothing is kept for a backward pass.
   std::vector<OpSpec> serving(std::vector<OpSpec> ops) const {
     for (OpSpec& op : ops) {
+      if (op.kind == OpKind::expert_fc1 || op.kind == OpKind::expert_fc2) routed(op);
       if (reads_weights(op.kind)) op.bytes = gemm_bytes(op);
       op.saved = 0;
     }
     return ops;
   }
+  // The pass's batch x tokens each choose active_experts of the experts; routed uniformly, a rank
+  // holding `local` experts (their TP slices) finds local x (1 - (1 - k/E)^tokens) of them chosen
+  // on average, each with the copies shared out among them: a decode step of one sequence reads
+  // k experts per layer, a long prefill all of them.
+  void routed(OpSpec& op) const {
+    const double tokens = static_cast<double>(setup_.batch) * model_.seq_len, experts = model_.experts;
+    const double local = experts / plan_.ep, k = model_.active_experts;
+    const double chosen = std::max(1.0, local * (1 - std::pow(1 - k / experts, tokens)));
+    const double copies = tokens * k / plan_.ep;
+    op.batch = static_cast<int>(std::ceil(chosen));
+    op.m = std::max(1, static_cast<int>(std::lround(copies / op.batch)));
+  }
   static ModelShape with_seq_len(ModelShape m, int tokens) {
     m.seq_len = tokens;
     return m;
   }
-  // Activations in and out at 16 bit, the weight matrix (k x n) once in its format.
+  // Activations in and out at 16 bit, each of the op's weight matrices (k x n; a grouped GEMM has
+  // one per expert it runs) once in its format (the LM head's: embedding_weight_bytes).
   double gemm_bytes(const OpSpec& op) const {
     const double per_weight = op.kind == OpKind::lm_head ? embedding_weight_bytes(setup_.weights)
                                                          : weight_format_bytes(setup_.weights);
-    return kActivationBytes * (static_cast<double>(op.m) * op.k + static_cast<double>(op.m) * op.n) +
-           per_weight * static_cast<double>(op.k) * op.n;
+    const double matrices = std::max(1, op.batch);
+    return matrices * (kActivationBytes * (static_cast<double>(op.m) * op.k + static_cast<double>(op.m) * op.n) +
+                       per_weight * static_cast<double>(op.k) * op.n);
   }
   // One query per sequence and head against `context` cached keys and values: QK^T and PV, 2 x 2
   // FLOPs per cached element pair; HBM: the rank's KV heads of the whole context, the query and
   // the output. The compute model times fused attention on the causal half of its FLOPs, which
   // a decode step does not have; its bound is the KV read either way (a few FLOPs per byte).
   OpSpec decode_attention(int context) const {
+    if (model_.is_mla()) return latent_decode_attention(context);
     const double b = setup_.batch, d = model_.head_dim_or_default(), c = context;
     const double heads = static_cast<double>(model_.heads) / plan_.tp;
     const double kv_heads = std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / plan_.tp);
@@ -70,6 +88,24 @@ class PassBuilder {
     a.batch = static_cast<int>(b * heads);
     a.flops = 2 * b * heads * c * 2 * d;
     a.bytes = kv_format_bytes(setup_.kv) * b * c * 2 * kv_heads * d + kActivationBytes * b * 2 * heads * d;
+    return a;
+  }
+  // MLA's decode with the up-projections absorbed (DeepSeek-V2's paper, Sec. 2.1.2; vLLM's and
+  // SGLang's MLA decode kernels): every head's query, taken into the latent space, meets the
+  // cached latent (kv_lora_rank) and rotary key (rope_head_dim) of the context, and the weighted
+  // latents go back through the value projection. Every TP rank reads the whole latent cache
+  // (it is not split by heads) for its heads.
+  OpSpec latent_decode_attention(int context) const {
+    const double b = setup_.batch, c = context, heads = static_cast<double>(model_.heads) / plan_.tp;
+    const double latent = model_.kv_lora_rank, rope = model_.rope_head_dim;
+    OpSpec a;
+    a.kind = OpKind::flash_attention;
+    a.m = 1;
+    a.n = context;
+    a.k = static_cast<int>(latent + rope);
+    a.batch = static_cast<int>(b * heads);
+    a.flops = 2 * b * heads * c * (latent + rope + latent);
+    a.bytes = kv_format_bytes(setup_.kv) * b * c * (latent + rope) + kActivationBytes * b * heads * 2 * (latent + rope);
     return a;
   }
   // The final norm and the LM head on each sequence's last token, then the vocabulary-parallel
@@ -152,10 +188,7 @@ std::string_view kv_format_name(KvFormat f) { return f == KvFormat::fp8 ? "fp8" 
 
 double kv_format_bytes(KvFormat f) { return f == KvFormat::fp8 ? 1 : 2; }
 
-bool reads_weights(OpKind k) {
-  return k == OpKind::qkv_proj || k == OpKind::out_proj || k == OpKind::fc1 || k == OpKind::fc2 ||
-         k == OpKind::lm_head;
-}
+bool reads_weights(OpKind k) { return linear_layer_gemm(k) || k == OpKind::router || k == OpKind::lm_head; }
 
 MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp) {
   InferenceSetup fit;
@@ -167,10 +200,6 @@ MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp
 }
 
 ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp, int pp) {
-  if (m.is_moe() || m.is_mla())
-    throw InputError(fmt::format("model.name = {}: dtsim serve simulates dense models with multi-head or grouped-query "
-                                 "attention; mixture-of-experts and MLA models are not modelled yet",
-                                 m.name));
   ParallelPlan p;
   p.tp = tp;
   p.pp = pp;

@@ -39,9 +39,9 @@ MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp
 
 // The plan of inference on tp x pp GPUs: TP inside each of pp pipeline stages that hold llama.cpp's
 // layer split (the output layer counted as one), no data parallelism, `batch` sequences per pass,
-// fused flash attention, no dropout or recomputation. Throws InputError (naming parallel.tp or
-// parallel.pp) when the model cannot be split so, or (naming model.name) when it is a
-// mixture-of-experts or MLA model.
+// fused flash attention, no dropout or recomputation; a mixture of experts keeps its experts on
+// every rank, their matrices split over TP (vLLM's default without expert parallelism). Throws
+// InputError (naming parallel.tp or parallel.pp) when the model cannot be split so.
 ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp, int pp = 1);
 
 // The context lengths (tokens each new token attends to, itself included) of the decode

@@ -135,7 +135,9 @@ void print_fit(const FitRequest& r, bool json) {
 
 // A serving setup in words: "18.2 tokens/s on 2 x RTX-4090 (int4, tp 2)".
 std::string serving_text(const GuideServing& g) {
-  const std::string layout = g.pp > 1 ? fmt::format("layer split over {}", g.pp) : fmt::format("tp {}", g.tp);
+  const std::string layout = g.pp == 1   ? fmt::format("tp {}", g.tp)
+                             : g.tp == 1 ? fmt::format("layer split over {}", g.pp)
+                                         : fmt::format("tp {} x pp {}", g.tp, g.pp);
   return fmt::format("{:.1f} tokens/s on {} x {} ({}, {})", g.decode_tokens_per_s, g.gpus, g.gpu,
                      weight_format_name(g.weights), layout);
 }

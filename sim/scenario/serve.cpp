@@ -131,7 +131,7 @@ double decode_weight_bytes(const StageProgram& p, WeightFormat f) {
   for (int i = 0; i < p.size(); ++i)
     if (p.micro_batch[i] == 1 && reads_weights(p.kind[i]))
       sum += (p.kind[i] == OpKind::lm_head ? embedding_weight_bytes(f) : weight_format_bytes(f)) *
-             static_cast<double>(p.gemm_k[i]) * p.gemm_n[i];
+             static_cast<double>(p.gemm_k[i]) * p.gemm_n[i] * std::max(1, p.gemm_batch[i]);
   return sum;
 }
 

@@ -72,10 +72,12 @@ bool holds(const ModelShape& m, const GpuSpec& card, int gpus, WeightFormat f) {
   return serve_memory(m, request(f), gpus, 1).total() <= card.memory_bytes;
 }
 
-// TP over the cards where the heads divide, else llama.cpp's layer split.
+// TP over the cards of a machine (8 at most) and pipeline stages over the machines, as dtsim fit
+// splits; llama.cpp's layer split where TP cannot divide the heads.
 GuideServing speed_in(const ModelShape& m, const GpuSpec& card, int gpus, WeightFormat f) {
+  const int tp = std::min(gpus, 8);
   try {
-    return serve_on(m, card, gpus, f, gpus, 1);
+    return serve_on(m, card, gpus, f, tp, gpus / tp);
   } catch (const InputError&) {
     if (gpus == 1) throw;
     return serve_on(m, card, gpus, f, 1, gpus);
@@ -185,7 +187,8 @@ GuideServing cheapest_for_speed(const std::string& model, double tokens_per_s, c
       g.usd = set.usd;
       return g;
     }
-  none.reason = fmt::format("no set of 1, 2, 4 or 8 priced cards decodes {} at {:g} tokens/s", m.name, tokens_per_s);
+  none.reason = fmt::format("no set of 1, 2, 4 or 8 priced cards both holds {} and decodes it at {:g} tokens/s", m.name,
+                            tokens_per_s);
   return none;
 }
 

@@ -33,7 +33,8 @@ std::map<std::string, double> read_gpu_prices(const std::string& path, const std
 std::string default_prices_path();
 
 // Decode speed of `model` on `gpus` x `gpu` in the widest weight format that fits (bf16, int8,
-// int4), tensor-parallel over the cards, or split by layers where TP cannot divide the heads.
+// int4): TP over the cards of a machine (at most 8), pipeline stages over machines, or split by
+// layers where TP cannot divide the heads.
 GuideServing guide_speed(const std::string& model, const std::string& gpu, int gpus);
 
 // The same in weight format `f`; fits = false (no run) when it does not fit.
