@@ -173,6 +173,20 @@ std::vector<int> held_stages(const ParallelPlan& p, int stage) {
 
 LayerParams stage_params(const ModelShape& m, const ParallelPlan& p, int stage) {
   LayerParams sum;
+  if (p.schedule == Schedule::dualpipev) {  // two chunks of layers; rank 0 holds the embedding and the head
+    for (int c = 0; c < 2; ++c) {
+      const LayerParams layers = layers_params(m, p, p.chunk_first_layer(stage, c), p.chunk_layers(stage, c));
+      sum.replicated += layers.replicated;
+      sum.experts += layers.experts;
+    }
+    if (stage == 0) {
+      sum.replicated += m.embedding_params() + m.head_params() + m.final_norm_params();
+      const LayerParams mtp = layers_params(m, p, m.layers, m.mtp_layers);
+      sum.replicated += mtp.replicated;
+      sum.experts += mtp.experts;
+    }
+    return sum;
+  }
   for (int s : held_stages(p, stage)) {
     const LayerParams layers = layers_params(m, p, p.first_layer(s), p.stage_layers[s]);
     sum.replicated += layers.replicated;
@@ -180,7 +194,7 @@ LayerParams stage_params(const ModelShape& m, const ParallelPlan& p, int stage) 
     if (s == 0) sum.replicated += m.embedding_params();
     if (s == p.pp - 1) {
       sum.replicated += m.head_params() + m.final_norm_params() +
-                        (m.tied_embeddings && p.pp > 1 ? static_cast<double>(m.vocab) * m.hidden : 0);
+                        (m.tied_embeddings && p.head_apart_from_embedding() ? static_cast<double>(m.vocab) * m.hidden : 0);
       const LayerParams mtp = layers_params(m, p, m.layers, m.mtp_layers);  // beside the head
       sum.replicated += mtp.replicated;
       sum.experts += mtp.experts;

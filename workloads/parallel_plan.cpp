@@ -57,7 +57,8 @@ Schedule parse_schedule(std::string_view text, std::string_view key) {
   if (text == "gpipe") return Schedule::gpipe;
   if (text == "interleaved") return Schedule::interleaved;
   if (text == "dualpipe") return Schedule::dualpipe;
-  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved, dualpipe", key, text));
+  if (text == "dualpipev") return Schedule::dualpipev;
+  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved, dualpipe, dualpipev", key, text));
 }
 
 Attention parse_attention(std::string_view text, std::string_view key) {
@@ -97,7 +98,11 @@ std::string_view recompute_name(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
 }
 std::string_view schedule_name(Schedule s) {
-  return s == Schedule::one_f_one_b ? "1f1b" : s == Schedule::gpipe ? "gpipe" : s == Schedule::interleaved ? "interleaved" : "dualpipe";
+  return s == Schedule::one_f_one_b   ? "1f1b"
+         : s == Schedule::gpipe       ? "gpipe"
+         : s == Schedule::interleaved ? "interleaved"
+         : s == Schedule::dualpipe    ? "dualpipe"
+                                      : "dualpipev";
 }
 std::string_view attention_name(Attention a) {
   return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
@@ -221,6 +226,7 @@ int ParallelPlan::first_layer(int stage) const {
 
 int ParallelPlan::chunk_layers(int stage, int chunk) const {
   if (schedule == Schedule::dualpipe) return stage_layers[chunk_stage(stage, chunk)];
+  if (schedule == Schedule::dualpipev) return chunk == 0 ? (stage_layers[stage] + 1) / 2 : stage_layers[stage] / 2;
   const int n = stage_layers[stage], v = virtual_stages;
   const int extra = n % v;
   const bool gets_extra = stage == 0 ? chunk >= v - extra : chunk < extra;
@@ -229,6 +235,13 @@ int ParallelPlan::chunk_layers(int stage, int chunk) const {
 
 int ParallelPlan::chunk_first_layer(int stage, int chunk) const {
   if (schedule == Schedule::dualpipe) return first_layer(chunk_stage(stage, chunk));
+  if (schedule == Schedule::dualpipev) {  // the V's stages before: chunk 0 of every rank, then chunk 1 back up
+    int first = 0;
+    for (int s = 0; s < (chunk == 0 ? stage : pp); ++s) first += chunk_layers(s, 0);
+    if (chunk == 1)
+      for (int s = pp - 1; s > stage; --s) first += chunk_layers(s, 1);
+    return first;
+  }
   if (virtual_stages == 1) return first_layer(stage);
   int first = 0;  // the blocks before: all stages' earlier chunks, then this chunk's earlier stages
   for (int c = 0; c <= chunk; ++c)
@@ -331,7 +344,7 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
   if (plan.moe_a2a_overlap) {
     const char* why = plan.ep == 1 ? "needs expert parallelism (parallel.ep > 1): there is no all-to-all to hide"
                       : plan.recompute == Recompute::full ? "does not run with full recomputation (training.recompute = full)"
-                      : plan.schedule == Schedule::dualpipe ? "is DualPipe's own overlap already; leave it false with it"
+                      : plan.dualpipe_family() ? "is DualPipe's own overlap already; leave it false with it"
                       : plan.pp > 1 && plan.schedule != Schedule::interleaved
                           ? "needs the interleaved schedule when parallel.pp > 1 (Megatron-Core overlaps the passes of "
                             "its virtual stages)"
@@ -510,6 +523,25 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
       throw InputError(fmt::format("parallel.schedule = dualpipe: {} micro-batches per step; DualPipe feeds half of "
                                    "them from each end and needs an even count of at least 2 x parallel.pp = {} "
                                    "(set training.global_batch = micro_batch x dp x such a count)", m, 2 * plan.pp));
+    if (plan.microbatch_group != 0)
+      throw InputError("parallel.microbatch_group: only the interleaved schedule groups micro-batches; leave it at 0");
+  }
+  // DualPipeV (dualpipev.py DualPipeV.step): every rank runs its chunk-0 warm-up of 2 (pp - rank - 1)
+  // forwards before the first turn, so it needs at least 2 pp micro-batches; each rank splits its
+  // layers over its two chunks.
+  if (plan.schedule == Schedule::dualpipev) {
+    const int m = plan.micro_batches();
+    if (plan.pp < 2)
+      throw InputError(fmt::format("parallel.schedule = dualpipev: parallel.pp = {}; the V needs pp >= 2", plan.pp));
+    if (m < 2 * plan.pp)
+      throw InputError(fmt::format("parallel.schedule = dualpipev: {} micro-batches per step; DualPipeV needs at least "
+                                   "2 x parallel.pp = {} (set training.global_batch = micro_batch x dp x such a count)",
+                                   m, 2 * plan.pp));
+    for (int s = 0; s < plan.pp; ++s)
+      if (plan.stage_layers[static_cast<std::size_t>(s)] < 2)
+        throw InputError(fmt::format("parallel.schedule = dualpipev: stage {} holds {} layer(s); each rank splits its "
+                                     "layers over its two chunks and needs at least 2 (parallel.stage_layers)",
+                                     s, plan.stage_layers[static_cast<std::size_t>(s)]));
     if (plan.microbatch_group != 0)
       throw InputError("parallel.microbatch_group: only the interleaved schedule groups micro-batches; leave it at 0");
   }

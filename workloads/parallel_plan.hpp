@@ -32,8 +32,11 @@ constexpr unsigned module_bit(RecomputeModule m) { return 1u << static_cast<unsi
 // dualpipe: DeepSeek-V3's bidirectional schedule; every rank holds two model stages (its own and
 // the mirror one, pp - 1 - stage), micro-batches enter from both ends, and a forward and a
 // backward pass of the two directions run side by side, each one's communication beside the
-// other's computation.
-enum class Schedule { one_f_one_b, gpipe, interleaved, dualpipe };
+// other's computation. dualpipev: its V-shaped variant (deepseek-ai/DualPipe, dualpipev.py): the
+// model cut into 2 pp stages, rank r holding stage r (chunk 0) and 2 pp - 1 - r (chunk 1); every
+// micro-batch enters at rank 0, runs down chunk 0, turns on the last rank and runs back up
+// chunk 1 to the head on rank 0; one copy of the weights, the same overlapped pairs.
+enum class Schedule { one_f_one_b, gpipe, interleaved, dualpipe, dualpipev };
 // standard: QK^T, softmax, dropout and the context GEMM as separate kernels (Megatron);
 // flash: one fused kernel that keeps no score-sized activations (FlashAttention-2);
 // flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP.
@@ -182,20 +185,33 @@ struct ParallelPlan {
   // away from the embedding and the head: the last chunks of the first stage, the first chunks
   // of the others (Llama 3's 405B run: one layer fewer on the first and the last stage).
   // DualPipe: chunk 0 is the stage's own layers, run from the first stage to the last; chunk 1 the
-  // mirror stage's (pp - 1 - stage), run from the last stage to the first.
+  // mirror stage's (pp - 1 - stage), run from the last stage to the first. DualPipeV: the rank's
+  // stage_layers split in two (chunk 0 the larger half), chunk 0 the model's stage `stage` of 2 pp
+  // and chunk 1 its stage 2 pp - 1 - stage.
   int chunk_first_layer(int stage, int chunk) const;
   int chunk_layers(int stage, int chunk) const;
-  // Model chunks per stage: virtual_stages, two under DualPipe.
-  int chunks() const { return schedule == Schedule::dualpipe ? 2 : virtual_stages; }
+  // DualPipe or its V: two chunks per rank, chunk 1 run from the last rank to the first.
+  bool dualpipe_family() const { return schedule == Schedule::dualpipe || schedule == Schedule::dualpipev; }
+  // Model chunks per stage: virtual_stages, two under DualPipe and DualPipeV.
+  int chunks() const { return dualpipe_family() ? 2 : virtual_stages; }
   // The model stage whose layers chunk `chunk` of `stage` runs (DualPipe's chunk 1: the mirror).
   int chunk_stage(int stage, int chunk) const { return schedule == Schedule::dualpipe && chunk == 1 ? pp - 1 - stage : stage; }
-  // Whether the chunk's passes flow from the last stage to the first (DualPipe's chunk 1).
-  bool chunk_reversed(int chunk) const { return schedule == Schedule::dualpipe && chunk == 1; }
+  // Whether the chunk's passes flow from the last stage to the first (chunk 1 of DualPipe and V).
+  bool chunk_reversed(int chunk) const { return dualpipe_family() && chunk == 1; }
+  // DualPipeV's turn: the last rank hands chunk 0's output to its own chunk 1 (and the gradient
+  // back), with no pipeline message.
+  bool turns_locally(int stage) const { return schedule == Schedule::dualpipev && stage == pp - 1; }
   // Whether the chunk holds the embedding (its passes start the model) or the LM head (they end it).
-  bool holds_embedding(int stage, int chunk) const { return chunk_stage(stage, chunk) == 0 && (chunk == 0 || chunk_reversed(chunk)); }
+  bool holds_embedding(int stage, int chunk) const {
+    if (schedule == Schedule::dualpipev) return stage == 0 && chunk == 0;
+    return chunk_stage(stage, chunk) == 0 && (chunk == 0 || chunk_reversed(chunk));
+  }
   bool holds_head(int stage, int chunk) const {
+    if (schedule == Schedule::dualpipev) return stage == 0 && chunk == 1;
     return chunk_stage(stage, chunk) == pp - 1 && (chunk == chunks() - 1 || schedule == Schedule::dualpipe);
   }
+  // Whether the embedding and the head sit on different ranks (a tied embedding is then copied).
+  bool head_apart_from_embedding() const { return pp > 1 && schedule != Schedule::dualpipev; }
   // DualPipe: micro-batches [0, m/2) enter at the first stage, [m/2, m) at the last; the last
   // micro-batch of the chunk's direction is the one whose backward pass ends its gradients.
   int last_micro_batch(int chunk) const {

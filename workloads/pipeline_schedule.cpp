@@ -6,8 +6,8 @@
 // last group taking the remainder; (pp - stage - 1) x 2 + (chunks - 1) x N warm-up forwards; each
 // backward pass takes the forward table's entry with its chunk mirrored. With
 // parallel.moe_a2a_overlap, one more warm-up forward and every steady-state forward overlapped
-// with the backward after it. DualPipe: the eight steps of deepseek-ai/DualPipe's DualPipe.step,
-// below.
+// with the backward after it. DualPipe and DualPipeV: the steps of deepseek-ai/DualPipe's
+// DualPipe.step and DualPipeV.step, below.
 #include "workloads/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -55,10 +55,46 @@ std::vector<PipelinePass> dualpipe_order(const ParallelPlan& plan, int stage) {
   return order;
 }
 
+// DualPipeV on rank `stage` of pp (deepseek-ai/DualPipe, dualpipev.py DualPipeV.step): every
+// micro-batch runs through chunk 0 (ranks 0 -> pp-1), turns, and runs back through chunk 1
+// (pp-1 -> 0). With r = stage: 2(pp-r-1) forwards of chunk 0; r+1 pairs F0 F1; pp-r-1 rounds
+// B1 F1; m-2pp+r+1 rounds of F0&B1 then F1&B0 overlapped (the last rank runs its first F0 and B1
+// apart); pp-r-1 rounds B1, F1&B0; r+1 pairs B1 B0; then the pp-r-1 backwards of chunk 0 left.
+// The deferred weight-gradient passes run inside their backward passes, as for DualPipe.
+std::vector<PipelinePass> dualpipev_order(const ParallelPlan& plan, int stage) {
+  const int pp = plan.pp, r = stage, m = plan.micro_batches();
+  const bool last = stage == pp - 1;
+  int forwards[2] = {0, 0}, backwards[2] = {0, 0};
+  std::vector<PipelinePass> order;
+  const auto pass = [&](bool forward, int chunk, bool overlapped = false) {
+    int& issued = forward ? forwards[chunk] : backwards[chunk];
+    order.push_back(PipelinePass{forward, issued++, chunk, overlapped});
+  };
+  const auto F = [&](int chunk) { pass(true, chunk); };
+  const auto B = [&](int chunk) { pass(false, chunk); };
+  const auto FB = [&](int f_chunk, int b_chunk) {
+    pass(true, f_chunk, true);
+    pass(false, b_chunk);
+  };
+  for (int i = 0; i < 2 * (pp - r - 1); ++i) F(0);
+  for (int i = 0; i <= r; ++i) F(0), F(1);
+  for (int i = 0; i < pp - r - 1; ++i) B(1), F(1);
+  for (int i = 0; i < m - 2 * pp + r + 1; ++i) {
+    if (i == 0 && last) F(0), B(1);
+    else FB(0, 1);
+    FB(1, 0);
+  }
+  for (int i = 0; i < pp - r - 1; ++i) B(1), FB(1, 0);
+  for (int i = 0; i <= r; ++i) B(1), B(0);
+  for (int i = 0; i < pp - r - 1; ++i) B(0);
+  return order;
+}
+
 }  // namespace
 
 std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
   if (plan.schedule == Schedule::dualpipe) return dualpipe_order(plan, stage);
+  if (plan.schedule == Schedule::dualpipev) return dualpipev_order(plan, stage);
   const int m = plan.micro_batches(), v = plan.virtual_stages, p = plan.pp;
   const int total = m * v;
   int warmup = 0;

@@ -55,6 +55,12 @@ class StageBuilder {
   // Where a chunk's activations come from and go (DualPipe's chunk 1 runs from the last stage to the first).
   Group upstream(int chunk) const { return plan_.chunk_reversed(chunk) ? Group::pp_next : Group::pp_prev; }
   Group downstream(int chunk) const { return plan_.chunk_reversed(chunk) ? Group::pp_prev : Group::pp_next; }
+  // DualPipeV's last rank: chunk 0's activations go on in chunk 1 here, and chunk 1's input
+  // gradient back into chunk 0, with no message. turn_in: the chunk takes its input (forward) or
+  // gives its input gradient (backward) here; turn_out: it gives its output or takes its output
+  // gradient here.
+  bool turn_in(int chunk) const { return plan_.turns_locally(stage_) && chunk == 1; }
+  bool turn_out(int chunk) const { return plan_.turns_locally(stage_) && chunk == 0; }
   bool sharded_params() const { return plan_.zero_stage >= 3 && plan_.grad_ranks() > 1; }
   // Gradients are reduced as they are produced: in buckets during the last backward pass of each
   // chunk, or during every backward pass when they are sharded (ZeRO-2/3).
@@ -138,6 +144,7 @@ class StageBuilder {
     const int mb = pass.micro_batch;
     int prev = -1, recv = -1;
     if (first_chunk(pass.chunk)) prev = chain(ops_.embedding_forward(), Phase::forward, -1, mb, -1);
+    else if (turn_in(pass.chunk)) prev = turned_.at({mb, Phase::forward});  // chunk 0's output, here
     else prev = recv = receive(upstream(pass.chunk), Phase::forward, mb);
     const int begin = plan_.chunk_first_layer(stage_, pass.chunk), count = plan_.chunk_layers(stage_, pass.chunk);
     int gathered = sharded_params() ? gather_layer(Phase::forward, begin, mb, -1) : -1;
@@ -158,6 +165,8 @@ class StageBuilder {
     if (last_chunk(pass.chunk)) {
       prev = chain(ops_.head_forward(), Phase::forward, -1, mb, prev);
       for (int k = 0; k < model_.mtp_layers; ++k) prev = mtp_forward(model_.layers + k, mb, prev);
+    } else if (turn_out(pass.chunk)) {
+      turned_[{mb, Phase::forward}] = prev;
     } else {
       send(downstream(pass.chunk), Phase::forward, mb, prev);
     }
@@ -272,6 +281,9 @@ class StageBuilder {
       on_end(prev, MemCategory::activations, -kept(head));
       prev = accumulate_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), prev);
+    } else if (turn_out(pass.chunk)) {
+      // Chunk 1's input gradient, here: both are compute ops, so the later one follows the other.
+      prev = std::max(prev, turned_.at({mb, Phase::backward}));
     } else {
       prev = recv = receive(downstream(pass.chunk), Phase::backward, mb);
     }
@@ -299,6 +311,8 @@ class StageBuilder {
       if (kept(emb) > 0) on_end(prev, MemCategory::activations, -kept(emb));
       prev = accumulate_gradients(model_.embedding_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.embedding_params(), prev);
+    } else if (turn_in(pass.chunk)) {
+      turned_[{mb, Phase::backward}] = prev;
     } else {
       send(upstream(pass.chunk), Phase::backward, mb, prev);
     }
@@ -375,7 +389,7 @@ class StageBuilder {
 
   // Tied embeddings over a pipeline: the last stage keeps its own copy of the word embedding.
   double tied_copy_params() const {
-    return model_.tied_embeddings && plan_.pp > 1 ? static_cast<double>(model_.vocab) * model_.hidden : 0;
+    return model_.tied_embeddings && plan_.head_apart_from_embedding() ? static_cast<double>(model_.vocab) * model_.hidden : 0;
   }
   double local_params() const { return stage_params(model_, plan_, stage_).replicated / t(); }
 
@@ -395,7 +409,7 @@ class StageBuilder {
     // Tied embeddings over a pipeline: the first and last stages sum their word-embedding
     // gradients (Megatron's embedding group, on the main gradient: fp32 with grad_reduce_fp32;
     // DeepSpeed's ReduceTiedGrads on the fp32 _hp_grad).
-    if (model_.tied_embeddings && plan_.pp > 1 && (stage_ == 0 || stage_ == plan_.pp - 1))
+    if (model_.tied_embeddings && plan_.head_apart_from_embedding() && (stage_ == 0 || stage_ == plan_.pp - 1))
       add(comm_spec(OpKind::embedding_all_reduce, Stream::dp, CommKind::all_reduce, Group::embedding,
                grad_e() * model_.vocab * model_.hidden / t()),
           Phase::optimizer, -1, -1, {prev});
@@ -453,6 +467,7 @@ class StageBuilder {
   double expert_bucket_bytes_ = 0;
   int expert_bucket_ready_ = -1;
   std::vector<int> unfinished_sends_;
+  std::map<std::pair<int, Phase>, int> turned_;  // DualPipeV's last rank: (micro-batch, phase) -> the op handing over
   struct AsyncOp {
     int op;
     int computes_left;  // compute ops that may still run before one must wait for it
