@@ -50,7 +50,7 @@ TEST_CASE("the DeepSeek-V3 scenario has the report's layout", "[scenario][deepse
   CHECK(p.rank_of({.dp = 63, .tp = 0, .pp = 0}) == 63);
 }
 
-TEST_CASE("DualPipe and DeepEP each shorten the DeepSeek-V3 step", "[scenario][deepseek-v3][dualpipe]") {
+TEST_CASE("DualPipe and DeepEP each shorten the DeepSeek-V3 step", "[scenario][deepseek-v3][dualpipe][heavy]") {
   Scenario dual = load_v3(small());
   const EngineResult r = run_scenario(dual, "", 2, true);
   Scenario one_f_one_b = load_v3(small({"--parallel.schedule=1f1b"}));

@@ -90,7 +90,7 @@ void check_same(const Run& a, const Run& b, int events_ratio = 1) {
 
 }  // namespace
 
-TEST_CASE("every shipped scenario gives identical results and trace rows on 1 and 3 threads", "[engine][threads]") {
+TEST_CASE("every shipped scenario gives identical results and trace rows on 1 and 3 threads", "[engine][threads][heavy]") {
   // The 16K scenario at 256 GPUs (DP 2) keeps its clos3 fabric, layout per replica and heterogeneity.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
       {"bloom-176b.ini", {}},
@@ -115,7 +115,7 @@ TEST_CASE("every shipped scenario gives identical results and trace rows on 1 an
   }
 }
 
-TEST_CASE("a small step's windows on the calling thread give what handed-out windows give", "[engine][threads]") {
+TEST_CASE("a small step's windows on the calling thread give what handed-out windows give", "[engine][threads][heavy]") {
   const Scenario sc = load("bloom-176b.ini", {});
   const ClusterGraph graph = make_cluster(sc);
   const Program program = build_program(sc.model, sc.plan);
@@ -140,7 +140,7 @@ void check_same_on(const std::vector<std::pair<std::string, std::vector<std::str
   }
 }
 
-TEST_CASE("windows as long as the step's least latency tail: every protocol and algorithm", "[engine][threads]") {
+TEST_CASE("windows as long as the step's least latency tail: every protocol and algorithm", "[engine][threads][heavy]") {
   // The lookahead is the least tail of any transfer the step can start; a transfer that ended
   // inside its window would throw (schedule_remote). Forced protocols and algorithms give each
   // step other least tails: LL's and Simple's 30 µs bases, LL128's 50 µs, trees' and the
@@ -163,7 +163,7 @@ TEST_CASE("windows as long as the step's least latency tail: every protocol and 
   check_same_on(cases, [](const Scenario& sc) { return std::pair(simulate(sc, 1), simulate(sc, 3)); });
 }
 
-TEST_CASE("per-node flow networks give what one flow network gives", "[engine][threads]") {
+TEST_CASE("per-node flow networks give what one flow network gives", "[engine][threads][heavy]") {
   // In-node transfers on their nodes' own flow networks (domains.hpp) share no link with
   // the rest, so the step, the per-rank rows, the link bytes and the trace rows are unchanged.
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -182,7 +182,7 @@ TEST_CASE("per-node flow networks give what one flow network gives", "[engine][t
   });
 }
 
-TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads]") {
+TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads][heavy]") {
   // A chain's kernels are handled at their own times (rank.hpp); with collectives
   // overlapping kernels (BLOOM's DP reduction, TP overlap) and slow GPUs the chains are retimed.
   // The summary and per-rank rows match one event per kernel; a full trace runs without chains.
@@ -201,7 +201,7 @@ TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads
   });
 }
 
-TEST_CASE("node domains of lone TP rings give what their flow networks give", "[engine][threads]") {
+TEST_CASE("node domains of lone TP rings give what their flow networks give", "[engine][threads][heavy]") {
   // TP 8 fills each node and the pipeline and DP leave it: each node's TP rings never share a
   // link (NodeDomains::lone), so their flows are timed in closed form (Transfers::set_lone).
   const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
@@ -238,7 +238,7 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kTpSymmetric
       "--cluster.fabric=rail", "--parallel.tp=8", "--parallel.pp=2", "--parallel.dp=9", "--training.global_batch=18"}},
 };
 
-TEST_CASE("TP copies' transfers carried by their representative's give what separate transfers give", "[engine][threads]") {
+TEST_CASE("TP copies' transfers carried by their representative's give what separate transfers give", "[engine][threads][heavy]") {
   // Every rank runs; each send and collective leaving a TP group carries its TP peers' as well
   // (fold.hpp). The step, per-rank rows, link bytes, events and every rank's trace rows
   // are the same.
@@ -250,7 +250,7 @@ TEST_CASE("TP copies' transfers carried by their representative's give what sepa
   });
 }
 
-TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engine][threads]") {
+TEST_CASE("folding TP groups gives what simulating every TP rank gives", "[engine][threads][heavy]") {
   // One rank per TP group runs for the group (fold.hpp). The step, per-rank rows, link
   // bytes and the stage ranks' trace rows are the same, from 1/tp the events.
   check_same_on(

@@ -72,7 +72,7 @@ TEST_CASE("DP and pipeline traffic sharing a NIC slow the step by what the flow 
   CHECK(ratio < 2.1);
 }
 
-TEST_CASE("BLOOM: the DP reduce-scatter crosses the Omni-Path NICs while pipeline sends use them", "[engine][comm][bloom]") {
+TEST_CASE("BLOOM: the DP reduce-scatter crosses the Omni-Path NICs while pipeline sends use them", "[engine][comm][bloom][heavy]") {
   boost::program_options::variables_map vm;
   boost::program_options::store(
       // Gradients reduced in buckets during the last backward pass (DDP's overlap; BigScience's
