@@ -115,8 +115,15 @@ TEST_CASE("DualPipeV places the V's stages, holds one copy of the weights and re
   ParallelPlan few = v_plan(4, 7);
   CHECK_THROWS_WITH(validate_plan(few, m, 4), Catch::Contains("7 micro-batches") && Catch::Contains("2 x parallel.pp = 8"));
   ParallelPlan thin = v_plan(4, 8);
-  thin.stage_layers = {1, 11, 6, 6};
-  CHECK_THROWS_WITH(validate_plan(thin, m, 4), Catch::Contains("stage 0 holds 1 layer"));
+  thin.stage_layers = {6, 11, 1, 6};
+  CHECK_THROWS_WITH(validate_plan(thin, m, 4), Catch::Contains("stage 2 holds 1 layer"));
+  // Rank 0 may hold no layer at all: its chunks are the embedding and the head.
+  ParallelPlan ends = v_plan(4, 8);
+  ends.stage_layers = {0, 8, 8, 8};
+  validate_plan(ends, m, 4);
+  CHECK(ends.chunk_layers(0, 0) == 0);
+  CHECK(ends.chunk_first_layer(1, 0) == 0);
+  CHECK(ends.chunk_first_layer(1, 1) == 20);
 }
 
 TEST_CASE("DualPipeV's step turns on the last rank without a message and idles as its order does",

@@ -475,8 +475,13 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
     throw InputError(fmt::format("parallel.stage_layers has {} entries: need one per pipeline stage (parallel.pp = {})",
                                  plan.stage_layers.size(), plan.pp));
   int sum = 0;
-  for (int n : plan.stage_layers) {
-    if (n < 1) throw InputError(fmt::format("parallel.stage_layers: every stage needs >= 1 layer, got {}", n));
+  for (std::size_t i = 0; i < plan.stage_layers.size(); ++i) {
+    const int n = plan.stage_layers[i];
+    // DualPipeV's rank 0 holds the embedding and the head, which may be all it runs.
+    const bool ends_only = plan.schedule == Schedule::dualpipev && i == 0;
+    if (n < (ends_only ? 0 : 1))
+      throw InputError(fmt::format("parallel.stage_layers: every stage needs >= 1 layer{}, got {}",
+                                   plan.schedule == Schedule::dualpipev ? " (DualPipeV's rank 0: >= 0)" : "", n));
     sum += n;
   }
   if (sum != model.layers)
@@ -537,10 +542,11 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
       throw InputError(fmt::format("parallel.schedule = dualpipev: {} micro-batches per step; DualPipeV needs at least "
                                    "2 x parallel.pp = {} (set training.global_batch = micro_batch x dp x such a count)",
                                    m, 2 * plan.pp));
-    for (int s = 0; s < plan.pp; ++s)
+    for (int s = 1; s < plan.pp; ++s)  // rank 0's chunks may hold the embedding or the head alone
       if (plan.stage_layers[static_cast<std::size_t>(s)] < 2)
-        throw InputError(fmt::format("parallel.schedule = dualpipev: stage {} holds {} layer(s); each rank splits its "
-                                     "layers over its two chunks and needs at least 2 (parallel.stage_layers)",
+        throw InputError(fmt::format("parallel.schedule = dualpipev: stage {} holds {} layer(s); each rank but the "
+                                     "first splits its layers over its two chunks and needs at least 2 "
+                                     "(parallel.stage_layers)",
                                      s, plan.stage_layers[static_cast<std::size_t>(s)]));
     if (plan.microbatch_group != 0)
       throw InputError("parallel.microbatch_group: only the interleaved schedule groups micro-batches; leave it at 0");

@@ -118,8 +118,9 @@ std::vector<int> read_int_list(const Values& v, const char* key) {
   while (std::getline(in, item, ',')) {
     int n = 0;
     auto [ptr, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-    if (ec != std::errc() || ptr != item.data() + item.size() || n < 1)
-      throw InputError(fmt::format("{}: {} = '{}': '{}' is not a positive integer; give e.g. 5,6,6,5",
+    // 0 passes here: validate_plan says which stages may be empty (DualPipeV's rank 0).
+    if (ec != std::errc() || ptr != item.data() + item.size() || n < 0)
+      throw InputError(fmt::format("{}: {} = '{}': '{}' is not a whole number of layers; give e.g. 5,6,6,5",
                                    v.source(), key, v.text(key), item));
     out.push_back(n);
   }
