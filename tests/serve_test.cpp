@@ -193,6 +193,10 @@ TEST_CASE("bad [inference] input is refused naming the key and what is valid", "
              Catch::Contains("inference.cuda_graphs") && Catch::Contains("true, false"));
   CHECK_THAT(error_of(kOneH100, {"--parallel.pp=2"}), Catch::Contains("parallel.pp = 2") && Catch::Contains("divide 1"));
   CHECK_THAT(error_of(kOneH100, {"--parallel.tp=2"}), Catch::Contains("parallel.tp = 2"));
+  // Serving refuses the training keys it would ignore.
+  CHECK_THAT(error_of(kOneH100, {"--parallel.ep=8"}),
+             Catch::Contains("parallel.ep is a key of training") && Catch::Contains("parallel.tp, parallel.pp"));
+  CHECK_THAT(error_of(kOneH100, {"--training.micro_batch=4"}), Catch::Contains("training.micro_batch"));
   // Training refuses the keys it would ignore.
   try {
     load_scenario_text(kOneH100, "serve-test.ini", overrides({}));

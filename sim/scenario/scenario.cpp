@@ -326,6 +326,20 @@ void refuse_inference_keys(const po::variables_map& vm, const std::string& sourc
                                    source, name, source));
 }
 
+// A serving scenario refuses the training keys it would ignore: [training] and every [parallel]
+// key but the sizes serve splits the model by.
+void refuse_training_keys(const po::variables_map& vm, const std::string& source) {
+  for (const std::string& name : scenario_key_names()) {
+    const bool training = name.rfind("training.", 0) == 0;
+    const bool parallel = name.rfind("parallel.", 0) == 0 && name != "parallel.tp" && name != "parallel.pp" &&
+                          name != "parallel.dp";
+    if ((training || parallel) && !vm[name].defaulted())
+      throw InputError(fmt::format("{}: {} is a key of training (dtsim run); dtsim serve reads [model], [cluster], "
+                                   "[inference], [output] and parallel.tp, parallel.pp, parallel.dp",
+                                   source, name));
+  }
+}
+
 // load_scenario once the file's keys are stored in `vm`.
 Scenario read_scenario(po::variables_map& vm, const std::string& source, Workload workload) {
   Scenario sc;
@@ -436,8 +450,12 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
                         ? parse_trace_detail(v.text("output.detail"), sc.source, "output.detail")
                         : parse_trace_detail(v.text("output.trace_detail"), sc.source, "output.trace_detail");
 
-  if (workload == Workload::inference) sc.inference = read_inference(v);
-  else refuse_inference_keys(vm, sc.source);
+  if (workload == Workload::inference) {
+    refuse_training_keys(vm, sc.source);
+    sc.inference = read_inference(v);
+  } else {
+    refuse_inference_keys(vm, sc.source);
+  }
   sc.resolved_text = resolved_text(vm, workload);
   return sc;
 }
