@@ -166,6 +166,59 @@ TEST_CASE("a mixture of experts with MLA decodes by reading the experts its toke
   CHECK(one.kv_token_bytes == Approx(2.0 * (512 + 64) * 61));
 }
 
+TEST_CASE("speculative decoding verifies the drafts in one pass and yields the expected tokens a step", "[serve]") {
+  // Leviathan et al. (2023), eq. 1: k drafts each accepted with probability a give
+  // (1 - a^(k+1)) / (1 - a) tokens a step.
+  ServeSetup setup;
+  setup.drafter = Drafter::ngram, setup.draft_tokens = 3, setup.acceptance = 0.85;
+  CHECK(setup.tokens_per_step() == Approx((1 - std::pow(0.85, 4)) / 0.15));
+  setup.acceptance = 1;
+  CHECK(setup.tokens_per_step() == 4);
+  // n-gram drafts on Llama 3 70B, 2 x RTX 3090: a step verifies 5 tokens per sequence for about
+  // the weight reads of one, so the speed grows almost by the tokens a step yields.
+  Scenario plain = shipped("llama3-70b-2x3090-nvlink.ini");
+  const ServeResult base = run_serve(plain, "");
+  Scenario ngram = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/serve/llama3-70b-2x3090-nvlink.ini",
+                                 overrides({"--inference.speculative=ngram", "--inference.speculative_tokens=4",
+                                            "--inference.acceptance=0.6"}),
+                                 SweepSection::refuse, Workload::inference);
+  const ServeResult spec = run_serve(ngram, "");
+  const double yield = (1 - std::pow(0.6, 5)) / 0.4;
+  CHECK(spec.tokens_per_step == Approx(yield));
+  REQUIRE(spec.step_s.size() == base.decode.size());
+  CHECK(spec.step_s[0] > base.decode[0].total_s);
+  CHECK(spec.step_s[0] < 1.15 * base.decode[0].total_s);
+  // A token costs the step over the tokens it yields.
+  CHECK(spec.tpot.total_s == Approx((0.25 * spec.step_s[0] + 0.5 * spec.step_s[1] + 0.25 * spec.step_s[2]) / yield));
+  CHECK(spec.decode_tokens_per_s > 0.85 * yield * base.decode_tokens_per_s);
+  CHECK(spec.decode_tokens_per_s < yield * base.decode_tokens_per_s);
+  // DeepSeek-V3's MTP module drafts one token (0.85 acceptance by default, its report's figure):
+  // the step adds the module's pass and a second token's experts, and the speed rises by less
+  // than the 1.85 tokens a step yields.
+  const std::string v3 =
+      "[model]\nname = deepseek-v3\n[cluster]\ngpu = H100-SXM5-80GB\nnodes = 1\ngpus_per_node = 8\n"
+      "node_kind = nvswitch\n[inference]\nweights = fp8\nbatch = 1\nprompt_tokens = 1024\noutput_tokens = 64\n";
+  Scenario v3_plain = serve_scenario(v3);
+  Scenario v3_mtp = serve_scenario(v3, {"--inference.speculative=mtp"});
+  const ServeResult a = run_serve(v3_plain, ""), b = run_serve(v3_mtp, "");
+  CHECK(v3_mtp.inference.acceptance == 0.85);
+  CHECK(b.tokens_per_step == Approx(1.85));
+  CHECK(b.step_s[0] > a.decode[0].total_s);
+  CHECK(b.decode_tokens_per_s > 1.2 * a.decode_tokens_per_s);
+  CHECK(b.decode_tokens_per_s < 1.85 * a.decode_tokens_per_s);
+  // Refused: n-gram without a measured acceptance, draft keys without a drafter, MTP on a model
+  // without MTP modules, out-of-range values.
+  CHECK_THAT(error_of(kOneH100, {"--inference.speculative=ngram"}), Catch::Contains("inference.acceptance = auto"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.speculative_tokens=2"}), Catch::Contains("needs inference.speculative"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.speculative=mtp"}), Catch::Contains("no multi-token-prediction modules"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.speculative=eagle"}), Catch::Contains("none, mtp, ngram"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.speculative=ngram", "--inference.acceptance=1.5"}),
+             Catch::Contains("inference.acceptance"));
+  CHECK_THAT(error_of(kOneH100, {"--inference.speculative=ngram", "--inference.acceptance=0.5",
+                                 "--inference.speculative_tokens=9"}),
+             Catch::Contains("inference.speculative_tokens = 9"));
+}
+
 TEST_CASE("the KV-cache capacity is the memory left after weights, activations and runtime", "[serve]") {
   Scenario sc = shipped("llama3-70b-2x3090-nvlink.ini");
   const ServeResult r = run_serve(sc, "");

@@ -19,8 +19,8 @@ constexpr double kActivationBytes = 2;  // activations and logits in bf16/fp16
 // One pass of `tokens` new tokens per sequence (the prompt, or 1 when decoding).
 class PassBuilder {
  public:
-  PassBuilder(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens)
-      : model_(with_seq_len(m, tokens)), plan_(plan), setup_(s), ops_(model_, plan_) {}
+  PassBuilder(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens, bool decoding)
+      : model_(with_seq_len(m, tokens)), plan_(plan), setup_(s), ops_(model_, plan_), decoding_(decoding) {}
 
   // The pass's kernels and collectives in order: the embedding, transformer layer l (context:
   // the tokens a decode step attends to; 0 for the prefill, whose attention is layer_ops' causal
@@ -34,6 +34,18 @@ class PassBuilder {
     return serving(std::move(out));
   }
   std::vector<OpSpec> head() const { return serving(head_ops()); }
+  // One draft token from the multi-token-prediction modules (DeepSeek-V3's MTP; vLLM's
+  // deepseek_mtp drafter): each module's input projection, its transformer block attending over
+  // the context, and the shared head on each sequence's one new token.
+  std::vector<OpSpec> mtp_draft(int context) const {
+    std::vector<OpSpec> out;
+    for (int k = 0; k < model_.mtp_layers; ++k) {
+      for (const OpSpec& op : serving(ops_.mtp_input())) out.push_back(op);
+      for (const OpSpec& op : layer(model_.layers + k, context)) out.push_back(op);
+      for (const OpSpec& op : head()) out.push_back(op);
+    }
+    return out;
+  }
 
  private:
   // Linear layers read their weights in the serving format; a routed expert's GEMMs read only the
@@ -77,7 +89,7 @@ class PassBuilder {
   // a decode step does not have; its bound is the KV read either way (a few FLOPs per byte).
   OpSpec decode_attention(int context) const {
     if (model_.is_mla()) return latent_decode_attention(context);
-    const double b = setup_.batch, d = model_.head_dim_or_default(), c = context;
+    const double b = setup_.batch * static_cast<double>(model_.seq_len), d = model_.head_dim_or_default(), c = context;
     const double heads = static_cast<double>(model_.heads) / plan_.tp;
     const double kv_heads = std::max(1.0, static_cast<double>(model_.kv_heads_or_heads()) / plan_.tp);
     OpSpec a;
@@ -87,7 +99,9 @@ class PassBuilder {
     a.k = static_cast<int>(d);
     a.batch = static_cast<int>(b * heads);
     a.flops = 2 * b * heads * c * 2 * d;
-    a.bytes = kv_format_bytes(setup_.kv) * b * c * 2 * kv_heads * d + kActivationBytes * b * 2 * heads * d;
+    // Each sequence's cached keys and values are read once for its model_.seq_len queries (one,
+    // or a speculative step's drafts and the token after them).
+    a.bytes = kv_format_bytes(setup_.kv) * setup_.batch * c * 2 * kv_heads * d + kActivationBytes * b * 2 * heads * d;
     return a;
   }
   // MLA's decode with the up-projections absorbed (DeepSeek-V2's paper, Sec. 2.1.2; vLLM's and
@@ -96,7 +110,8 @@ class PassBuilder {
   // latents go back through the value projection. Every TP rank reads the whole latent cache
   // (it is not split by heads) for its heads.
   OpSpec latent_decode_attention(int context) const {
-    const double b = setup_.batch, c = context, heads = static_cast<double>(model_.heads) / plan_.tp;
+    const double b = setup_.batch * static_cast<double>(model_.seq_len), c = context;
+    const double heads = static_cast<double>(model_.heads) / plan_.tp;
     const double latent = model_.kv_lora_rank, rope = model_.rope_head_dim;
     OpSpec a;
     a.kind = OpKind::flash_attention;
@@ -105,14 +120,17 @@ class PassBuilder {
     a.k = static_cast<int>(latent + rope);
     a.batch = static_cast<int>(b * heads);
     a.flops = 2 * b * heads * c * (latent + rope + latent);
-    a.bytes = kv_format_bytes(setup_.kv) * b * c * (latent + rope) + kActivationBytes * b * heads * 2 * (latent + rope);
+    a.bytes = kv_format_bytes(setup_.kv) * setup_.batch * c * (latent + rope) +
+              kActivationBytes * b * heads * 2 * (latent + rope);
     return a;
   }
   // The final norm and the LM head on each sequence's last token, then the vocabulary-parallel
   // logits gathered over TP for sampling (vLLM's LogitsProcessor gathers them).
+  // A decode pass's model_.seq_len tokens all need logits (a speculative step checks each draft);
+  // the prefill only its last token's.
   std::vector<OpSpec> head_ops() const {
     ModelShape last = model_;
-    last.seq_len = 1;
+    last.seq_len = decoding_ ? model_.seq_len : 1;
     const LayerOps one(last, plan_);
     std::vector<OpSpec> out;
     for (const OpSpec& op : one.head_forward())
@@ -123,7 +141,7 @@ class PassBuilder {
       gather.stream = Stream::tp;
       gather.comm = CommKind::all_gather;
       gather.group = Group::tp;
-      gather.bytes = kActivationBytes * setup_.batch * static_cast<double>(model_.vocab);
+      gather.bytes = kActivationBytes * setup_.batch * static_cast<double>(last.seq_len) * model_.vocab;
       out.push_back(gather);
     }
     return out;
@@ -133,6 +151,7 @@ class PassBuilder {
   const ParallelPlan& plan_;
   const ServeSetup& setup_;
   LayerOps ops_;
+  bool decoding_;
 };
 
 // Appends `s`, waiting for the stage's op before it: a decode step is one dependent chain of
@@ -178,6 +197,21 @@ std::vector<int> layer_split(int layers, int pp) {
 
 }  // namespace
 
+Drafter parse_drafter(std::string_view text, std::string_view key) {
+  if (text == "none") return Drafter::none;
+  if (text == "mtp") return Drafter::mtp;
+  if (text == "ngram") return Drafter::ngram;
+  throw InputError(fmt::format("{} = '{}': valid values are none, mtp, ngram", key, text));
+}
+
+std::string_view drafter_name(Drafter d) { return d == Drafter::mtp ? "mtp" : d == Drafter::ngram ? "ngram" : "none"; }
+
+double ServeSetup::tokens_per_step() const {
+  if (draft_tokens == 0) return 1;
+  if (acceptance >= 1) return step_tokens();
+  return (1 - std::pow(acceptance, step_tokens())) / (1 - acceptance);
+}
+
 KvFormat parse_kv_format(std::string_view text, std::string_view key) {
   if (text == "bf16" || text == "fp16") return KvFormat::bf16;
   if (text == "fp8") return KvFormat::fp8;
@@ -200,6 +234,10 @@ MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp
 }
 
 ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp, int pp) {
+  if (s.drafter == Drafter::mtp && m.mtp_layers == 0)
+    throw InputError(fmt::format("inference.speculative = mtp: model.name = {} has no multi-token-prediction modules "
+                                 "(model.mtp_layers = 0); valid: ngram, none",
+                                 m.name));
   ParallelPlan p;
   p.tp = tp;
   p.pp = pp;
@@ -233,13 +271,14 @@ Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, c
   program.plan = plan;
   program.model = m;
   const std::vector<int> contexts = decode_contexts(s);
-  const PassBuilder prefill(m, plan, s, s.prompt), decode(m, plan, s, 1);
+  const PassBuilder prefill(m, plan, s, s.prompt, false), decode(m, plan, s, s.step_tokens(), true);
+  const PassBuilder draft(m, plan, s, 1, true);
   for (int stage = 0; stage < plan.pp; ++stage) {
     const bool first = stage == 0, last = stage == plan.pp - 1;
     const int begin = plan.chunk_first_layer(stage, 0), end = begin + plan.chunk_layers(stage, 0);
     StageProgram p;
     for (int pass = 0; pass <= static_cast<int>(contexts.size()); ++pass) {
-      const int tokens = pass == 0 ? s.prompt : 1;
+      const int tokens = pass == 0 ? s.prompt : s.step_tokens();
       if (first && pass > 0 && plan.pp > 1)
         add(p, comm_spec(OpKind::pp_recv, Stream::pp_recv, CommKind::recv, Group::pp_prev, kTokenIdBytes * s.batch),
             -1, pass);
@@ -251,6 +290,10 @@ Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, c
         for (const OpSpec& op : b.layer(l, pass == 0 ? 0 : contexts[pass - 1])) add(p, op, l, pass);
       if (last)
         for (const OpSpec& op : b.head()) add(p, op, -1, pass);
+      // The MTP drafter proposes the next step's tokens after the verification, one at a time.
+      if (last && pass > 0 && s.drafter == Drafter::mtp)
+        for (int k = 0; k < s.draft_tokens; ++k)
+          for (const OpSpec& op : draft.mtp_draft(contexts[pass - 1] + k + 1)) add(p, op, m.layers, pass);
       if (!last) hand_off_send(p, m, plan, s, tokens, pass);
       else if (plan.pp > 1 && pass < static_cast<int>(contexts.size()))
         add(p, comm_spec(OpKind::pp_send, Stream::pp_send, CommKind::send, Group::pp_next, kTokenIdBytes * s.batch),

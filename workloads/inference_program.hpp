@@ -22,6 +22,16 @@ double kv_format_bytes(KvFormat f);
 // Input limits: a pass's tokens (batch x prompt) stay within a GEMM dimension (int32).
 constexpr int kMaxServeBatch = 4096;
 constexpr int kMaxServeTokens = 1 << 18;
+// Speculative decoding: at most 8 draft tokens a step; the MTP drafter's acceptance when not given,
+// DeepSeek-V3's report (Sec. 5.4.3): its second token is accepted 85-90 % of the time.
+constexpr int kMaxDraftTokens = 8;
+constexpr double kMtpAcceptance = 0.85;
+
+// Speculative decoding's drafter: none; the model's own multi-token-prediction modules (run once
+// per draft token); n-gram prompt lookup (no GPU work).
+enum class Drafter { none, mtp, ngram };
+Drafter parse_drafter(std::string_view text, std::string_view key);
+std::string_view drafter_name(Drafter d);
 
 // The [inference] scenario keys.
 struct ServeSetup {
@@ -31,6 +41,15 @@ struct ServeSetup {
   int prompt = 1024;    // prompt tokens per sequence
   int output = 256;     // generated tokens per sequence
   bool cuda_graphs = true;  // decode steps replayed as CUDA graphs: no per-kernel launch gap
+  Drafter drafter = Drafter::none;
+  int draft_tokens = 0;       // proposed per step (0 without speculation)
+  double acceptance = 0;      // each draft token's chance of being accepted
+  // Tokens a decode step verifies per sequence: the drafts and the token after them.
+  int step_tokens() const { return draft_tokens + 1; }
+  // Tokens a step yields per sequence on average: (1 - a^(k+1)) / (1 - a) for k drafts each
+  // accepted with probability a until the first rejection, plus the verifier's own (Leviathan
+  // et al. 2023, "Fast Inference from Transformers via Speculative Decoding", eq. 1).
+  double tokens_per_step() const;
 };
 
 // The memory of the setup on one of tp x pp GPUs (fit's closed forms: weights in their format, the
@@ -49,7 +68,9 @@ ParallelPlan inference_plan(const ModelShape& m, const ServeSetup& s, int tp, in
 std::vector<int> decode_contexts(const ServeSetup& s);
 
 // The whole request on every rank: pass 0 (micro_batch 0) is the prefill, pass i (1..) the decode
-// iteration at decode_contexts(s)[i - 1]. With pipeline stages the batch passes through them in
+// iteration at decode_contexts(s)[i - 1]: with speculation, the drafter's passes (the MTP modules
+// once per draft token, on the last stage) and one pass over step_tokens() tokens per sequence
+// that verifies them. With pipeline stages the batch passes through them in
 // turn (llama.cpp's layer split; vLLM's pipeline without its virtual engines): each stage hands
 // its hidden states to the next, and the last sends the sampled tokens back to the first for the
 // next step. plan: from inference_plan.

@@ -202,7 +202,7 @@ int topology_command(int argc, char** argv) {
   }
   if (!cmd.vm.count("dot")) throw InputError("dtsim topology: --dot FILE is required");
   // Only the cluster is used: a serving scenario (with [inference] keys) is as good as a training one.
-  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::cluster);
   const ClusterGraph graph = make_cluster(sc);
   const std::string path = cmd.vm["dot"].as<std::string>();
   write_file_safely(path, "--dot " + path, [&](std::ostream& out) { write_dot(graph, out); });
@@ -229,7 +229,7 @@ int collective_command(int argc, char** argv) {
   const CommKind kind = parse_collective(cmd.vm["op"].as<std::string>(), "--op");
   const std::vector<double> sizes = parse_size_sweep(cmd.vm["sizes"].as<std::string>(), "--sizes");
   // Only the cluster is used: a serving scenario (with [inference] keys) is as good as a training one.
-  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
+  Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::cluster);
   const ClusterGraph graph = make_cluster(sc);
   const int gpus = cmd.vm["gpus"].as<int>() == 0 ? graph.num_gpus() : cmd.vm["gpus"].as<int>();
   const std::optional<Algorithm> algorithm = algo_text.empty() ? sc.algorithm : parse_algorithm(algo_text, "--algo");

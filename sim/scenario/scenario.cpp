@@ -314,6 +314,24 @@ ServeSetup read_inference(const Values& v) {
   s.prompt = v.integer("inference.prompt_tokens", 1, kMaxServeTokens);
   s.output = v.integer("inference.output_tokens", 1, kMaxServeTokens);
   s.cuda_graphs = v.boolean("inference.cuda_graphs");
+  s.drafter = v.parsed([&] { return parse_drafter(v.text("inference.speculative"), "inference.speculative"); });
+  const bool tokens_given = v.set("inference.speculative_tokens"), acceptance_given = v.set("inference.acceptance");
+  if (s.drafter == Drafter::none) {
+    if (tokens_given || acceptance_given)
+      throw InputError(fmt::format("{}: {} needs inference.speculative = mtp or ngram (it is none)", v.source(),
+                                   tokens_given ? "inference.speculative_tokens" : "inference.acceptance"));
+    return s;
+  }
+  s.draft_tokens = v.integer("inference.speculative_tokens", 1, kMaxDraftTokens);
+  if (v.text("inference.acceptance") == "auto") {
+    if (s.drafter == Drafter::ngram)
+      throw InputError(fmt::format("{}: inference.acceptance = auto: n-gram drafts are accepted as often as the text "
+                                   "repeats itself; give the rate measured on your prompts (0-1)",
+                                   v.source()));
+    s.acceptance = kMtpAcceptance;
+  } else {
+    s.acceptance = v.real("inference.acceptance", 0, 1);
+  }
   return s;
 }
 
@@ -453,7 +471,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
   if (workload == Workload::inference) {
     refuse_training_keys(vm, sc.source);
     sc.inference = read_inference(v);
-  } else {
+  } else if (workload == Workload::training) {
     refuse_inference_keys(vm, sc.source);
   }
   sc.resolved_text = resolved_text(vm, workload);

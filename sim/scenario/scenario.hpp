@@ -52,8 +52,10 @@ struct Scenario {
 };
 
 // What a scenario is read for: a training step (dtsim run and the commands built on it), whose
-// files may not set [inference] keys, or inference (dtsim serve), which reads them.
-enum class Workload { training, inference };
+// files may not set [inference] keys; inference (dtsim serve), which reads them and refuses
+// [training] keys and [parallel] keys but tp, pp, dp; or the cluster alone (topology,
+// collective), which takes either kind of file.
+enum class Workload { training, inference, cluster };
 
 // Every scenario key with its unit, default and meaning (for --help and parsing).
 boost::program_options::options_description scenario_options();

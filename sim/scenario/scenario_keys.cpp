@@ -158,6 +158,15 @@ constexpr Key kKeys[] = {
     {"inference.output_tokens", "256", "dtsim serve: generated tokens per sequence (decode)"},
     {"inference.cuda_graphs", "true",
      "dtsim serve: true = decode steps replayed as CUDA graphs (one launch per step, not per kernel)"},
+    {"inference.speculative", "none",
+     "dtsim serve: speculative decoding, none | mtp (the model's multi-token-prediction modules draft, run once per "
+     "draft token, as vLLM's deepseek_mtp) | ngram (prompt lookup: drafts cost no GPU time)"},
+    {"inference.speculative_tokens", "1",
+     "dtsim serve: draft tokens proposed per step (1-8); each step verifies them in one pass of draft + 1 tokens per "
+     "sequence"},
+    {"inference.acceptance", "auto",
+     "dtsim serve: probability that a draft token is accepted, each independently (0-1); auto: 0.85 with mtp "
+     "(DeepSeek-V3 report Sec. 5.4.3: the second token's acceptance 85-90 %), required with ngram"},
 };
 
 }  // namespace

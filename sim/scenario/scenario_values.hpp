@@ -21,6 +21,8 @@ class Values {
 
   std::string text(const char* key) const { return vm_[key].as<std::string>(); }
   bool given(const char* key) const { return !text(key).empty(); }
+  // Whether the file or the command line set the key (not its default).
+  bool set(const char* key) const { return !vm_[key].defaulted(); }
 
   int integer(const char* key, int min, long long max = INT_MAX) const {
     const std::string v = text(key);

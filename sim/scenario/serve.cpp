@@ -125,6 +125,10 @@ PassTime integrate(const std::vector<PassTime>& steps) {
   return mean;
 }
 
+void scale(PassTime& t, double f) {
+  t.total_s *= f, t.weights_s *= f, t.kv_s *= f, t.comm_s *= f, t.launch_s *= f, t.other_s *= f;
+}
+
 // The weights the linear layers of one decode step stream (the embedding table is not read whole).
 double decode_weight_bytes(const StageProgram& p, WeightFormat f) {
   double sum = 0;
@@ -235,6 +239,13 @@ ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads) 
     }
     r.decode.push_back(step);
   }
+  // A speculative step yields tokens_per_step tokens per sequence on average: every per-token
+  // figure is the step's over it (the steps' parts too).
+  r.tokens_per_step = s.tokens_per_step();
+  for (PassTime& step : r.decode) {
+    r.step_s.push_back(step.total_s);
+    scale(step, 1 / r.tokens_per_step);
+  }
   r.tpot = integrate(r.decode);
   r.ttft_s = r.prefill.total_s;
   r.request_s = r.ttft_s + (s.output - 1) * r.tpot.total_s;
@@ -244,7 +255,7 @@ ServeResult run_serve(Scenario& sc, const std::string& trace_path, int threads) 
   const ComputeModel rates(gpu, Precision::bf16);
   r.memory = serve_memory(sc.model, s, tp, layout.pp);
   for (const StageProgram& stage : program.stages)  // the stages stream their weights in turn
-    r.weight_floor_s += decode_weight_bytes(stage, s.weights) / rates.hbm_bytes_per_s();
+    r.weight_floor_s += decode_weight_bytes(stage, s.weights) / rates.hbm_bytes_per_s() / r.tokens_per_step;
   r.gpu_bytes = gpu.memory_bytes;
   r.kv_token_bytes = item_bytes(r.memory, "kv_cache") / (static_cast<double>(s.batch) * (s.prompt + s.output));
   const double left =

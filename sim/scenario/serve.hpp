@@ -23,13 +23,15 @@ struct ServeResult {
   int gpus = 0;
   int tp = 1, pp = 1;           // TP inside each of pp pipeline stages (tp x pp = gpus)
   PassTime prefill;             // launch gaps included as an eager prefill pays them
-  std::vector<PassTime> decode;  // the simulated decode iterations (one CUDA-graph launch each when on)
-  PassTime tpot;                // decode steps integrated over the output (trapezoid rule)
+  std::vector<PassTime> decode;  // the simulated decode iterations per token (one CUDA-graph launch each when on)
+  std::vector<double> step_s;    // their whole steps: with speculation, drafts and verification
+  double tokens_per_step = 1;    // tokens a step yields per sequence (speculative decoding: above 1)
+  PassTime tpot;                // decode steps integrated over the output (trapezoid rule), per token
   double ttft_s = 0;            // the prefill pass, which yields the first token
   double request_s = 0;         // ttft + (output - 1) x tpot
   double decode_tokens_per_s = 0;  // batch / tpot, all GPUs
   double request_tokens_per_s = 0;  // batch x output / request_s, all GPUs
-  double weight_floor_s = 0;     // weights a decode step streams on a GPU / its HBM rate: no step is faster
+  double weight_floor_s = 0;     // weights a decode step streams on a GPU / its HBM rate, per token: no token is faster
   MemoryNeed memory;             // per GPU: weights, kv_cache (the batch's), activations, overhead
   double gpu_bytes = 0;          // one GPU's memory
   double kv_token_bytes = 0;     // KV cache of one token on one GPU

@@ -43,7 +43,13 @@ std::string format_serve_text(const Scenario& sc, const ServeResult& r) {
   out += fmt::format("  time per token     {:.2f} ms mean over the output (", t.total_s * 1e3);
   for (std::size_t i = 0; i < r.decode.size(); ++i)
     out += fmt::format("{}{:.2f} ms at context {}", i ? ", " : "", r.decode[i].total_s * 1e3, r.decode[i].context);
-  out += fmt::format(")\n  decode speed       {:.1f} tokens/s ({:.1f} per sequence, {:.1f} per GPU)\n",
+  out += ")\n";
+  if (s.drafter != Drafter::none)
+    out += fmt::format("  speculative        {}, {} draft token(s) a step, each accepted at {:.2f}: {:.2f} tokens per step of "
+                       "{:.2f} ms (drafts and verification)\n",
+                       drafter_name(s.drafter), s.draft_tokens, s.acceptance, r.tokens_per_step,
+                       r.step_s.empty() ? 0.0 : r.step_s.front() * 1e3);
+  out += fmt::format("  decode speed       {:.1f} tokens/s ({:.1f} per sequence, {:.1f} per GPU)\n",
                      r.decode_tokens_per_s, r.decode_tokens_per_s / s.batch, r.decode_tokens_per_s / r.gpus);
   out += fmt::format("  whole request      {:.2f} s, {:.1f} tokens/s ({:.1f} per GPU)\n", r.request_s,
                      r.request_tokens_per_s, r.request_tokens_per_s / r.gpus);
@@ -51,8 +57,9 @@ std::string format_serve_text(const Scenario& sc, const ServeResult& r) {
                      "other kernels {}\n",
                      percent(t.weights_s, t.total_s), percent(t.kv_s, t.total_s), percent(t.comm_s, t.total_s),
                      percent(t.launch_s, t.total_s), percent(t.other_s, t.total_s));
-  out += fmt::format("  weight-read floor  {:.2f} ms per step (weights streamed per GPU / its memory rate{})\n",
-                     r.weight_floor_s * 1e3, r.pp > 1 ? ", stage after stage" : "");
+  out += fmt::format("  weight-read floor  {:.2f} ms per {} (weights streamed per GPU / its memory rate{}{})\n",
+                     r.weight_floor_s * 1e3, s.drafter == Drafter::none ? "step" : "token",
+                     r.pp > 1 ? ", stage after stage" : "", s.drafter == Drafter::none ? "" : ", over the tokens a step yields");
   out += fmt::format("  memory per GPU     {:.1f} of {:.1f} GiB: weights {:.1f}, KV cache {:.1f}, activations {:.1f}, "
                      "runtime {:.1f}{}\n",
                      r.memory.total() / kGiB, r.gpu_bytes / kGiB, item_gib(r.memory, "weights"),
