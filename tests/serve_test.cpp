@@ -206,6 +206,16 @@ TEST_CASE("speculative decoding verifies the drafts in one pass and yields the e
   CHECK(b.step_s[0] > a.decode[0].total_s);
   CHECK(b.decode_tokens_per_s > 1.2 * a.decode_tokens_per_s);
   CHECK(b.decode_tokens_per_s < 1.85 * a.decode_tokens_per_s);
+  // The shipped DeepSeek-V3 scenario on 8 H200 drafts with MTP; without it, one token a step.
+  Scenario shipped_mtp = shipped("deepseek-v3-fp8-8xh200-mtp.ini");
+  CHECK(shipped_mtp.inference.drafter == Drafter::mtp);
+  const ServeResult with = run_serve(shipped_mtp, "");
+  Scenario shipped_plain = load_scenario(std::string(DTSIM_SOURCE_DIR) + "/scenarios/serve/deepseek-v3-fp8-8xh200-mtp.ini",
+                                         overrides({"--inference.speculative=none"}), SweepSection::refuse,
+                                         Workload::inference);
+  const ServeResult without = run_serve(shipped_plain, "");
+  CHECK(with.fits);
+  CHECK(with.decode_tokens_per_s > 1.2 * without.decode_tokens_per_s);
   // Refused: n-gram without a measured acceptance, draft keys without a drafter, MTP on a model
   // without MTP modules, out-of-range values.
   CHECK_THAT(error_of(kOneH100, {"--inference.speculative=ngram"}), Catch::Contains("inference.acceptance = auto"));
