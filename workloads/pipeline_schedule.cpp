@@ -11,6 +11,7 @@
 #include "workloads/pipeline_schedule.hpp"
 
 #include <algorithm>
+#include <array>
 
 namespace dtsim {
 namespace {
@@ -24,23 +25,36 @@ namespace {
 // H-r-1 rounds B1, F1&B0; r+1 pairs B1 B0; then the H-r-1 backwards of phase 0 left. The
 // weight-gradient passes that DualPipe defers to fill bubbles (zero bubble) run inside their
 // backward passes here.
+// A pass list of two chunks, numbering each chunk's forward and backward passes in issue order
+// from its first micro-batch; FB marks a forward pass that runs beside the backward pass after it.
+class TwoChunkOrder {
+ public:
+  explicit TwoChunkOrder(std::array<int, 2> first_micro_batch) : first_(first_micro_batch) {}
+  void F(int chunk) { pass(true, chunk, false); }
+  void B(int chunk) { pass(false, chunk, false); }
+  void FB(int f_chunk, int b_chunk) {
+    pass(true, f_chunk, true);
+    pass(false, b_chunk, false);
+  }
+  std::vector<PipelinePass> take() { return std::move(order_); }
+
+ private:
+  void pass(bool forward, int chunk, bool overlapped) {
+    int& issued = (forward ? forwards_ : backwards_)[static_cast<std::size_t>(chunk)];
+    order_.push_back(PipelinePass{forward, first_[static_cast<std::size_t>(chunk)] + issued++, chunk, overlapped});
+  }
+  std::array<int, 2> first_, forwards_{}, backwards_{};
+  std::vector<PipelinePass> order_;
+};
+
 std::vector<PipelinePass> dualpipe_order(const ParallelPlan& plan, int stage) {
   const int pp = plan.pp, half = pp / 2, r = std::min(stage, pp - 1 - stage), h = plan.micro_batches() / 2;
-  const bool second_half = stage >= half;
+  const int flip = stage >= half ? 1 : 0;  // phase 0 is chunk 0 on the first half of the ranks, chunk 1 on the second
   const bool middle = stage == half - 1 || stage == half;
-  int forwards[2] = {0, 0}, backwards[2] = {0, 0};  // passes issued per chunk
-  std::vector<PipelinePass> order;
-  const auto pass = [&](bool forward, int phase, bool overlapped = false) {
-    const int chunk = phase ^ (second_half ? 1 : 0);
-    int& issued = forward ? forwards[chunk] : backwards[chunk];
-    order.push_back(PipelinePass{forward, chunk * h + issued++, chunk, overlapped});
-  };
-  const auto F = [&](int phase) { pass(true, phase); };
-  const auto B = [&](int phase) { pass(false, phase); };
-  const auto FB = [&](int f_phase, int b_phase) {
-    pass(true, f_phase, true);
-    pass(false, b_phase);
-  };
+  TwoChunkOrder o({0, h});
+  const auto F = [&](int phase) { o.F(phase ^ flip); };
+  const auto B = [&](int phase) { o.B(phase ^ flip); };
+  const auto FB = [&](int f_phase, int b_phase) { o.FB(f_phase ^ flip, b_phase ^ flip); };
   for (int i = 0; i < 2 * (half - r - 1); ++i) F(0);
   for (int i = 0; i <= r; ++i) F(0), F(1);
   for (int i = 0; i < half - r - 1; ++i) B(1), F(1);
@@ -52,7 +66,7 @@ std::vector<PipelinePass> dualpipe_order(const ParallelPlan& plan, int stage) {
   for (int i = 0; i < half - r - 1; ++i) B(1), FB(1, 0);
   for (int i = 0; i <= r; ++i) B(1), B(0);
   for (int i = 0; i < half - r - 1; ++i) B(0);
-  return order;
+  return o.take();
 }
 
 // DualPipeV on rank `stage` of pp (deepseek-ai/DualPipe, dualpipev.py DualPipeV.step): every
@@ -63,31 +77,19 @@ std::vector<PipelinePass> dualpipe_order(const ParallelPlan& plan, int stage) {
 // The deferred weight-gradient passes run inside their backward passes, as for DualPipe.
 std::vector<PipelinePass> dualpipev_order(const ParallelPlan& plan, int stage) {
   const int pp = plan.pp, r = stage, m = plan.micro_batches();
-  const bool last = stage == pp - 1;
-  int forwards[2] = {0, 0}, backwards[2] = {0, 0};
-  std::vector<PipelinePass> order;
-  const auto pass = [&](bool forward, int chunk, bool overlapped = false) {
-    int& issued = forward ? forwards[chunk] : backwards[chunk];
-    order.push_back(PipelinePass{forward, issued++, chunk, overlapped});
-  };
-  const auto F = [&](int chunk) { pass(true, chunk); };
-  const auto B = [&](int chunk) { pass(false, chunk); };
-  const auto FB = [&](int f_chunk, int b_chunk) {
-    pass(true, f_chunk, true);
-    pass(false, b_chunk);
-  };
-  for (int i = 0; i < 2 * (pp - r - 1); ++i) F(0);
-  for (int i = 0; i <= r; ++i) F(0), F(1);
-  for (int i = 0; i < pp - r - 1; ++i) B(1), F(1);
+  TwoChunkOrder o({0, 0});
+  for (int i = 0; i < 2 * (pp - r - 1); ++i) o.F(0);
+  for (int i = 0; i <= r; ++i) o.F(0), o.F(1);
+  for (int i = 0; i < pp - r - 1; ++i) o.B(1), o.F(1);
   for (int i = 0; i < m - 2 * pp + r + 1; ++i) {
-    if (i == 0 && last) F(0), B(1);
-    else FB(0, 1);
-    FB(1, 0);
+    if (i == 0 && stage == pp - 1) o.F(0), o.B(1);
+    else o.FB(0, 1);
+    o.FB(1, 0);
   }
-  for (int i = 0; i < pp - r - 1; ++i) B(1), FB(1, 0);
-  for (int i = 0; i <= r; ++i) B(1), B(0);
-  for (int i = 0; i < pp - r - 1; ++i) B(0);
-  return order;
+  for (int i = 0; i < pp - r - 1; ++i) o.B(1), o.FB(1, 0);
+  for (int i = 0; i <= r; ++i) o.B(1), o.B(0);
+  for (int i = 0; i < pp - r - 1; ++i) o.B(0);
+  return o.take();
 }
 
 }  // namespace
