@@ -16,7 +16,8 @@ namespace {
 
 constexpr double kActivationBytes = 2;  // activations and logits in bf16/fp16
 
-// One pass of `tokens` new tokens per sequence (the prompt, or 1 when decoding).
+// One pass of `tokens` new tokens per sequence: the prompt, or a decode step's (1, or the drafts
+// and the token after them when speculating).
 class PassBuilder {
  public:
   PassBuilder(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s, int tokens, bool decoding)
