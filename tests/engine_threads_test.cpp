@@ -195,6 +195,11 @@ TEST_CASE("kernel chains give what an event per kernel gives", "[engine][threads
       {"llama3-405b-16k.ini",
        {"--parallel.dp=2", "--training.global_batch=32", "--cluster.nodes=32", "--cluster.pod_gpus=128",
         "--cluster.slow_gpus=17:0.8,101:0.9"}},
+      // ZeRO-3 without a pipeline: the first layer's gather is posted as the rank starts, beside
+      // the chain of the embedding and its norm, which it slows from its first kernel.
+      {"tests/tiny-pipeline.ini",
+       {"--model.embedding_norm=true", "--parallel.pp=1", "--parallel.tp=1", "--parallel.dp=8",
+        "--parallel.zero_stage=3", "--parallel.dp_overlap=true"}},
   };
   check_same_on(cases, [](const Scenario& sc) {
     return std::pair(simulate(sc, EngineOptions{.threads = 1, .kernel_chains = false}), simulate(sc, 2));

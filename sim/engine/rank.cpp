@@ -45,13 +45,13 @@ void RankEvents::run(RankState& s, int rank, TimeNs window_end) const {
     const LocalEvent ev = s.queue.back();
     s.queue.pop_back();
     if (ev.op < 0) {
-      start_rank(s, rank);
-      continue;
+      start_rank(s, rank);  // a collective its other streams post slows the chain it may begin
+    } else {
+      const bool local = (ev.seq & LocalEvent::kLocal) != 0;
+      if (s.chain_last >= 0) advance_chain(s, rank, ev.time, local);
+      if (local && s.kernel_end != ev.time) throw std::logic_error("engine: a kernel chain ended off its timing");
+      finish(s, rank, ev);
     }
-    const bool local = (ev.seq & LocalEvent::kLocal) != 0;
-    if (s.chain_last >= 0) advance_chain(s, rank, ev.time, local);
-    if (local && s.kernel_end != ev.time) throw std::logic_error("engine: a kernel chain ended off its timing");
-    finish(s, rank, ev);
     if (s.chain_last >= 0 && (s.collectives_in_flight != s.chain_in_flight || s.two_hop_in_flight != s.chain_two_hop))
       retime_chain(s);
   }
