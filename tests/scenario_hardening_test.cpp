@@ -33,6 +33,14 @@ TEST_CASE("degenerate speed and bandwidth factors are refused with the valid ran
   CHECK(run_dtsim("run " + kTiny + " --cluster.slow_gpus=0:0.001 --json").status == 0);
 }
 
+TEST_CASE("a vocabulary smaller than the TP group is refused, in training and in serving", "[hardening][cli]") {
+  // Each TP rank holds vocab / tp rows of the embedding and the LM head.
+  refused("run " + kTiny + " --model.vocab=1", "parallel.tp = 2: model.vocab = 1 is smaller");
+  refused("serve " + std::string(DTSIM_SOURCE_DIR) + "/scenarios/serve/deepseek-v3-fp8-8xh200-mtp.ini --model.vocab=7",
+          "parallel.tp = 8: model.vocab = 7 is smaller");
+  CHECK(run_dtsim("run " + kTiny + " --model.vocab=2 --json").status == 0);
+}
+
 TEST_CASE("runaway sizes and thread counts are refused before any work", "[hardening][cli]") {
   refused("run " + kTiny + " --model.layers=1111000 --parallel.pp=2", "above the limit of 20 million");
   refused("run " + kTiny + " --model.layers=500000", "million ops to simulate");

@@ -54,7 +54,7 @@ class PassBuilder {
   std::vector<OpSpec> serving(std::vector<OpSpec> ops) const {
     for (OpSpec& op : ops) {
       if (op.kind == OpKind::expert_fc1 || op.kind == OpKind::expert_fc2) routed(op);
-      if (reads_weights(op.kind)) op.bytes = gemm_bytes(op);
+      if (weight_gemm(op.kind)) op.bytes = gemm_bytes(op);
       op.saved = 0;
     }
     return ops;
@@ -222,8 +222,6 @@ KvFormat parse_kv_format(std::string_view text, std::string_view key) {
 std::string_view kv_format_name(KvFormat f) { return f == KvFormat::fp8 ? "fp8" : "bf16"; }
 
 double kv_format_bytes(KvFormat f) { return f == KvFormat::fp8 ? 1 : 2; }
-
-bool reads_weights(OpKind k) { return linear_layer_gemm(k) || k == OpKind::router || k == OpKind::lm_head; }
 
 MemoryNeed serve_memory(const ModelShape& m, const ServeSetup& s, int tp, int pp) {
   InferenceSetup fit;

@@ -76,7 +76,4 @@ std::vector<int> decode_contexts(const ServeSetup& s);
 // next step. plan: from inference_plan.
 Program build_inference_program(const ModelShape& m, const ParallelPlan& plan, const ServeSetup& s);
 
-// The linear layers: kernels that stream a weight matrix from memory.
-bool reads_weights(OpKind k);
-
 }  // namespace dtsim

@@ -294,6 +294,33 @@ void LayerOps::column_parallel_backward(const OpSpec& forward, std::vector<OpSpe
   ops.push_back(part);
 }
 
+LayerOps::WeightSplit LayerOps::split_weight_gradients(const std::vector<OpSpec>& backward) {
+  WeightSplit out;
+  for (const OpSpec& op : backward) {
+    if (op.gemm_part == GemmPart::weight_grad) {
+      out.weight.push_back(op);
+    } else if (op.gemm_part == GemmPart::whole && op.comm == CommKind::none && op.m > 0 && weight_gemm(op.kind)) {
+      OpSpec part = op;
+      part.flops /= 2;
+      part.bytes /= 2;
+      part.gemm_part = GemmPart::input_grad;
+      out.input.push_back(part);
+      part.gemm_part = GemmPart::weight_grad;
+      out.weight.push_back(part);
+    } else {
+      out.input.push_back(op);
+    }
+  }
+  return out;
+}
+
+double LayerOps::weight_gradient_inputs(const std::vector<OpSpec>& forward) {
+  double sum = 0;
+  for (const OpSpec& op : forward)
+    if (op.comm == CommKind::none && op.m > 0 && weight_gemm(op.kind)) sum += op.saved;
+  return sum;
+}
+
 std::vector<OpSpec> LayerOps::backward_of(const std::vector<OpSpec>& forward) const {
   const double bytes = e() * tokens() * model_.hidden;
   // In reverse order; an asynchronous all-to-all goes back ahead of the compute ops it ran beside,

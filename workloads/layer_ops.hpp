@@ -45,6 +45,15 @@ class LayerOps {
   // conjugate TP collectives and the MoE all-to-alls again. With parallel.tp_overlap a
   // column-parallel GEMM's backward is its two GEMMs with the TP communication overlapping them.
   std::vector<OpSpec> backward_of(const std::vector<OpSpec>& forward) const;
+  // A backward pass split in two (ZB-H1): `input` keeps every op but the weight-gradient GEMMs (a
+  // whole GEMM's input-gradient half stays), `weight` has those, in order.
+  struct WeightSplit {
+    std::vector<OpSpec> input, weight;
+  };
+  static WeightSplit split_weight_gradients(const std::vector<OpSpec>& backward);
+  // Activation bytes the weight-gradient GEMMs of these forward ops read: what their weight GEMMs
+  // keep (their inputs).
+  static double weight_gradient_inputs(const std::vector<OpSpec>& forward);
 
   // Activation bytes a full-recompute checkpoint keeps: the layer input.
   double checkpoint_bytes() const;

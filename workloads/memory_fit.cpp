@@ -68,10 +68,19 @@ struct ChunkMemory {
   double embedding = 0, head = 0;         // first chunk of the first stage, last of the last
   std::vector<MtpMemory> mtp;             // after the head, where the chunk holds it
   double gathered = 0;                    // ZeRO-3: layers' parameters gathered at once
+  // ZB-H1: what each layer's and the head's weight GEMMs read, kept from the backward pass (B)
+  // until the weight-gradient pass (W).
+  std::vector<double> layer_weights;
+  double head_weights = 0;
   double total() const {
     double sum = embedding + head;
     for (double l : layer) sum += l;
     for (const MtpMemory& k : mtp) sum += k.head + k.block + k.input;
+    return sum;
+  }
+  double weights_total() const {
+    double sum = head_weights;
+    for (double w : layer_weights) sum += w;
     return sum;
   }
 };
@@ -90,10 +99,16 @@ ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const Layer
   for (int l = begin; l < begin + count; ++l) {
     c.layer.push_back(kept(ops.layer_forward(l)));
     c.recomputed.push_back(recomputed_bytes(p, ops, l));
+    // StageBuilder::layer_backward: the weight GEMMs' inputs, at most what the layer frees.
+    c.layer_weights.push_back(p.splits_weight_gradients()
+                                  ? std::min(LayerOps::weight_gradient_inputs(ops.layer_forward(l, true)),
+                                             c.layer.back() + c.recomputed.back())
+                                  : 0);
   }
   if (p.holds_embedding(stage, chunk)) c.embedding = kept(ops.embedding_forward());
   if (p.holds_head(stage, chunk)) {
     c.head = kept(ops.head_forward());
+    if (p.splits_weight_gradients()) c.head_weights = std::min(LayerOps::weight_gradient_inputs(ops.head_forward()), c.head);
     for (int l = m.layers; l < m.layers + m.mtp_layers; ++l)
       c.mtp.push_back({c.head, kept(ops.layer_forward(l)), kept(ops.mtp_input()), recomputed_bytes(p, ops, l)});
   }
@@ -104,7 +119,7 @@ ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const Layer
 
 // The most a stage's activations and buffers reach as it runs its passes in order: a forward pass
 // adds what its chunk keeps; the backward frees the head's first, then rematerializes each layer
-// from the top before freeing it.
+// from the top before freeing it; under ZB-H1 the weight GEMMs' inputs wait for the W pass.
 struct ActivationPeak {
   double activations = 0, buffers = 0;
   int in_flight = 0;  // micro-batches whose activations are kept at the peak
@@ -121,6 +136,10 @@ ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int s
   };
   for (const PipelinePass& pass : pipeline_order(p, stage)) {
     const ChunkMemory& c = chunks[pass.chunk];
+    if (pass.weight) {
+      held -= c.weights_total();
+      continue;
+    }
     if (pass.forward) {
       held += c.total(), ++in_flight;
       consider(held, c.gathered);
@@ -132,12 +151,12 @@ ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int s
       consider(running + c.mtp[k].recomputed, c.gathered);
       running -= c.mtp[k].block + c.mtp[k].input;
     }
-    running -= c.head;
+    running -= c.head - c.head_weights;
     for (std::size_t i = c.layer.size(); i-- > 0;) {
       consider(running + c.recomputed[i], c.gathered);
-      running -= c.layer[i];
+      running -= c.layer[i] - c.layer_weights[i];
     }
-    held -= c.total(), --in_flight;
+    held -= c.total() - c.weights_total(), --in_flight;
   }
   return best;
 }

@@ -58,7 +58,9 @@ Schedule parse_schedule(std::string_view text, std::string_view key) {
   if (text == "interleaved") return Schedule::interleaved;
   if (text == "dualpipe") return Schedule::dualpipe;
   if (text == "dualpipev") return Schedule::dualpipev;
-  throw InputError(fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved, dualpipe, dualpipev", key, text));
+  if (text == "zbh1") return Schedule::zbh1;
+  throw InputError(
+      fmt::format("{} = '{}': valid values are 1f1b, gpipe, interleaved, dualpipe, dualpipev, zbh1", key, text));
 }
 
 Attention parse_attention(std::string_view text, std::string_view key) {
@@ -102,7 +104,8 @@ std::string_view schedule_name(Schedule s) {
          : s == Schedule::gpipe       ? "gpipe"
          : s == Schedule::interleaved ? "interleaved"
          : s == Schedule::dualpipe    ? "dualpipe"
-                                      : "dualpipev";
+         : s == Schedule::dualpipev   ? "dualpipev"
+                                      : "zbh1";
 }
 std::string_view attention_name(Attention a) {
   return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
@@ -345,6 +348,9 @@ void validate_expert_parallel(const ParallelPlan& plan, const ModelShape& model)
     const char* why = plan.ep == 1 ? "needs expert parallelism (parallel.ep > 1): there is no all-to-all to hide"
                       : plan.recompute == Recompute::full ? "does not run with full recomputation (training.recompute = full)"
                       : plan.dualpipe_family() ? "is DualPipe's own overlap already; leave it false with it"
+                      : plan.splits_weight_gradients()
+                          ? "pairs whole forward and backward passes; ZB-H1 (parallel.schedule = zbh1) splits the "
+                            "backward pass"
                       : plan.pp > 1 && plan.schedule != Schedule::interleaved
                           ? "needs the interleaved schedule when parallel.pp > 1 (Megatron-Core overlaps the passes of "
                             "its virtual stages)"
@@ -402,6 +408,12 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (model.ffn_or_default() % plan.tp != 0)
     throw InputError(fmt::format("parallel.tp = {}: model.ffn_hidden = {} is not divisible by it", plan.tp,
                                  model.ffn_or_default()));
+  // The embedding table and the LM head are split by vocabulary rows over TP (Megatron pads the
+  // vocabulary to a multiple of 128 x tp): each rank needs at least one row.
+  if (model.vocab < plan.tp)
+    throw InputError(fmt::format("parallel.tp = {}: model.vocab = {} is smaller; the embedding and the LM head split "
+                                 "the vocabulary's rows over the TP ranks, so it needs at least tp of them",
+                                 plan.tp, model.vocab));
   validate_expert_parallel(plan, model);
   const std::int64_t replica_batch = std::int64_t{plan.micro_batch} * plan.dp;
   if (plan.global_batch % replica_batch != 0)
@@ -531,6 +543,8 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
     if (plan.microbatch_group != 0)
       throw InputError("parallel.microbatch_group: only the interleaved schedule groups micro-batches; leave it at 0");
   }
+  if (plan.schedule == Schedule::zbh1 && plan.microbatch_group != 0)
+    throw InputError("parallel.microbatch_group: only the interleaved schedule groups micro-batches; leave it at 0");
   // DualPipeV (dualpipev.py DualPipeV.step): every rank runs its chunk-0 warm-up of 2 (pp - rank - 1)
   // forwards before the first turn, so it needs at least 2 pp micro-batches; each rank splits its
   // layers over its two chunks.

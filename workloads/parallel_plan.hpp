@@ -35,8 +35,11 @@ constexpr unsigned module_bit(RecomputeModule m) { return 1u << static_cast<unsi
 // other's computation. dualpipev: its V-shaped variant (deepseek-ai/DualPipe, dualpipev.py): the
 // model cut into 2 pp stages, rank r holding stage r (chunk 0) and 2 pp - 1 - r (chunk 1); every
 // micro-batch enters at rank 0, runs down chunk 0, turns on the last rank and runs back up
-// chunk 1 to the head on rank 0; one copy of the weights, the same overlapped pairs.
-enum class Schedule { one_f_one_b, gpipe, interleaved, dualpipe, dualpipev };
+// chunk 1 to the head on rank 0; one copy of the weights, the same overlapped pairs. zbh1: the
+// zero-bubble ZB-H1 schedule (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", Sec. 3.1): each
+// backward pass split into the input-gradient pass B and the weight-gradient pass W, the W passes
+// deferred into the pipeline's idle time at 1F1B's peak memory.
+enum class Schedule { one_f_one_b, gpipe, interleaved, dualpipe, dualpipev, zbh1 };
 // standard: QK^T, softmax, dropout and the context GEMM as separate kernels (Megatron);
 // flash: one fused kernel that keeps no score-sized activations (FlashAttention-2);
 // flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP.
@@ -192,6 +195,8 @@ struct ParallelPlan {
   int chunk_layers(int stage, int chunk) const;
   // DualPipe or its V: two chunks per rank, chunk 1 run from the last rank to the first.
   bool dualpipe_family() const { return schedule == Schedule::dualpipe || schedule == Schedule::dualpipev; }
+  // The backward pass runs as an input-gradient pass and a separate weight-gradient pass (ZB-H1).
+  bool splits_weight_gradients() const { return schedule == Schedule::zbh1; }
   // Model chunks per stage: virtual_stages, two under DualPipe and DualPipeV.
   int chunks() const { return dualpipe_family() ? 2 : virtual_stages; }
   // The model stage whose layers chunk `chunk` of `stage` runs (DualPipe's chunk 1: the mirror).

@@ -7,7 +7,7 @@
 // backward pass takes the forward table's entry with its chunk mirrored. With
 // parallel.moe_a2a_overlap, one more warm-up forward and every steady-state forward overlapped
 // with the backward after it. DualPipe and DualPipeV: the steps of deepseek-ai/DualPipe's
-// DualPipe.step and DualPipeV.step, below.
+// DualPipe.step and DualPipeV.step, below. ZB-H1: below.
 #include "workloads/pipeline_schedule.hpp"
 
 #include <algorithm>
@@ -92,11 +92,30 @@ std::vector<PipelinePass> dualpipev_order(const ParallelPlan& plan, int stage) {
   return o.take();
 }
 
+// ZB-H1 on stage i of p (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", Sec. 3.1, Fig. 3):
+// in step x = 0, 1, ... the stage runs F(x), then B(x - (p - 1 - i)), then W(x - (p - 1)), each
+// where its micro-batch exists. B keeps 1F1B's offsets (p - 1 - i warm-up forwards, so stage 0
+// holds at most p micro-batches' activations); W trails B by i steps, so the stages past the first
+// fill the warm-up and cool-down waits with the weight gradients of earlier micro-batches: the
+// step idles (p - 1)(F + B - W) per stage where 1F1B idles (p - 1)(F + B + W).
+std::vector<PipelinePass> zbh1_order(const ParallelPlan& plan, int stage) {
+  const int p = plan.pp, m = plan.micro_batches();
+  std::vector<PipelinePass> order;
+  order.reserve(3 * static_cast<std::size_t>(m));
+  for (int x = 0; x < m + p - 1; ++x) {
+    if (x < m) order.push_back(PipelinePass{true, x});
+    if (const int b = x - (p - 1 - stage); b >= 0 && b < m) order.push_back(PipelinePass{false, b});
+    if (const int w = x - (p - 1); w >= 0 && w < m) order.push_back(PipelinePass{.forward = false, .micro_batch = w, .weight = true});
+  }
+  return order;
+}
+
 }  // namespace
 
 std::vector<PipelinePass> pipeline_order(const ParallelPlan& plan, int stage) {
   if (plan.schedule == Schedule::dualpipe) return dualpipe_order(plan, stage);
   if (plan.schedule == Schedule::dualpipev) return dualpipev_order(plan, stage);
+  if (plan.schedule == Schedule::zbh1) return zbh1_order(plan, stage);
   const int m = plan.micro_batches(), v = plan.virtual_stages, p = plan.pp;
   const int total = m * v;
   int warmup = 0;

@@ -70,6 +70,12 @@ constexpr bool linear_layer_gemm(OpKind kind) {
   }
 }
 
+// The GEMMs with a weight operand: the linear layers', the router's and the LM head's (what a
+// decode step reads from HBM, and what a weight-gradient pass computes).
+constexpr bool weight_gemm(OpKind kind) {
+  return linear_layer_gemm(kind) || kind == OpKind::router || kind == OpKind::lm_head;
+}
+
 // A memory change of an op, when it starts or when it ends (bytes; negative frees).
 struct MemChange {
   MemCategory category = MemCategory::activations;

@@ -37,6 +37,7 @@ class StageBuilder {
     const std::vector<PipelinePass> order = pipeline_order(plan_, stage_);
     for (std::size_t i = 0; i < order.size(); ++i) {
       if (order[i].overlapped) overlapped_pair(order[i], order[i + 1]), ++i;
+      else if (order[i].weight) weight(order[i]);
       else if (order[i].forward) forward(order[i]);
       else backward(order[i], last_compute());
     }
@@ -236,13 +237,27 @@ class StageBuilder {
     }
   }
 
+  // A layer's (or the head's) part of a ZB-H1 weight-gradient pass: its weight GEMMs, the
+  // activations they read (freed after them) and the parameters whose gradients they give.
+  struct DeferredWeights {
+    int layer = -1;  // -1: the head or the embedding
+    std::vector<OpSpec> ops;
+    double kept = 0, params = 0;
+  };
+
   // The backward of one layer: recomputation (full: the whole forward first; selective: the
   // attention core right before its backward), then the backward kernels. Frees what the
-  // forward and the recomputation kept. Returns the last op.
-  int layer_backward(int l, int mb, int prev, int gathered) {
+  // forward and the recomputation kept. With `defer` (ZB-H1) the weight-gradient GEMMs go there
+  // instead, with the activations they read. Returns the last op.
+  int layer_backward(int l, int mb, int prev, int gathered, DeferredWeights* defer = nullptr) {
     const std::vector<OpSpec> fwd = ops_.layer_forward(l);
     const std::vector<OpSpec> materialized = ops_.layer_forward(l, true);
-    const std::vector<OpSpec> bwd = ops_.backward_of(materialized);
+    std::vector<OpSpec> bwd = ops_.backward_of(materialized);
+    if (defer) {
+      LayerOps::WeightSplit split = LayerOps::split_weight_gradients(bwd);
+      bwd = std::move(split.input);
+      defer->ops = std::move(split.weight);
+    }
     double freed = kept(fwd);
     if (plan_.recompute == Recompute::full) {
       prev = chain(materialized, Phase::recompute, l, mb, prev, gathered);
@@ -265,22 +280,41 @@ class StageBuilder {
       freed += kept(reruns);
       prev = chain(bwd, Phase::backward, l, mb, prev, gathered);
     }
+    if (defer) {
+      defer->layer = l;
+      defer->kept = std::min(LayerOps::weight_gradient_inputs(materialized), freed);
+      freed -= defer->kept;
+    }
     on_end(prev, MemCategory::activations, -freed);
     return prev;
   }
 
-  // The backward pass, its first op after op `after`.
+  // The backward pass, its first op after op `after`. Under ZB-H1 it is the input-gradient pass:
+  // the weight GEMMs, the gradients' accumulation and their reduction wait for the micro-batch's
+  // weight-gradient pass (weight()).
   void backward(const PipelinePass& pass, int after) {
     const int mb = pass.micro_batch;
-    const bool reduce = reduce_in_pass(pass);
+    const bool split = plan_.splits_weight_gradients();
+    const bool reduce = !split && reduce_in_pass(pass);
+    std::vector<DeferredWeights> deferred;
     int prev = after, recv = -1;
     if (last_chunk(pass.chunk)) {
       for (int k = model_.mtp_layers - 1; k >= 0; --k) prev = mtp_backward(model_.layers + k, mb, prev, reduce);
       const std::vector<OpSpec> head = ops_.head_forward();
-      prev = chain(ops_.backward_of(head), Phase::backward, -1, mb, prev);
-      on_end(prev, MemCategory::activations, -kept(head));
-      prev = accumulate_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), -1, mb, prev);
-      if (reduce) add_gradients(model_.head_params() + model_.final_norm_params() + tied_copy_params(), prev);
+      const double head_params = model_.head_params() + model_.final_norm_params() + tied_copy_params();
+      std::vector<OpSpec> bwd = ops_.backward_of(head);
+      double freed = kept(head);
+      if (split) {
+        LayerOps::WeightSplit parts = LayerOps::split_weight_gradients(bwd);
+        bwd = std::move(parts.input);
+        const double read = std::min(LayerOps::weight_gradient_inputs(head), freed);
+        deferred.push_back({-1, std::move(parts.weight), read, head_params});
+        freed -= read;
+      }
+      prev = chain(bwd, Phase::backward, -1, mb, prev);
+      on_end(prev, MemCategory::activations, -freed);
+      if (!split) prev = accumulate_gradients(head_params, -1, mb, prev);
+      if (reduce) add_gradients(head_params, prev);
     } else if (turn_out(pass.chunk)) {
       // Chunk 1's input gradient, here: both are compute ops, so the later one follows the other.
       prev = std::max(prev, turned_.at({mb, Phase::backward}));
@@ -292,7 +326,8 @@ class StageBuilder {
     for (int l = begin + count - 1; l >= begin; --l) {
       const int first_op = p_.size();
       const int before = prev;
-      prev = layer_backward(l, mb, prev, gathered);
+      DeferredWeights* defer = split ? &deferred.emplace_back() : nullptr;
+      prev = layer_backward(l, mb, prev, gathered, defer);
       if (recv >= 0) {
         on_end(first_op, MemCategory::buffers, -activation_bytes());
         recv = -1;
@@ -302,6 +337,10 @@ class StageBuilder {
         if (l > begin) gathered = gather_layer(Phase::backward, l - 1, mb, before);
       }
       const LayerParams grads = layer_params(model_, plan_, l);
+      if (split) {
+        defer->params = grads.replicated + grads.experts;
+        continue;
+      }
       prev = accumulate_gradients(grads.replicated + grads.experts, l, mb, prev);
       if (reduce) add_layer_gradients(l, prev);
     }
@@ -309,12 +348,34 @@ class StageBuilder {
       const std::vector<OpSpec> emb = ops_.embedding_forward();
       prev = chain(ops_.backward_of(emb), Phase::backward, -1, mb, prev);
       if (kept(emb) > 0) on_end(prev, MemCategory::activations, -kept(emb));
-      prev = accumulate_gradients(model_.embedding_params(), -1, mb, prev);
+      if (split) deferred.push_back({-1, {}, 0, model_.embedding_params()});
+      else prev = accumulate_gradients(model_.embedding_params(), -1, mb, prev);
       if (reduce) add_gradients(model_.embedding_params(), prev);
     } else if (turn_in(pass.chunk)) {
       turned_[{mb, Phase::backward}] = prev;
     } else {
       send(upstream(pass.chunk), Phase::backward, mb, prev);
+    }
+    if (reduce) flush_bucket();
+    if (split) deferred_[{mb, pass.chunk}] = std::move(deferred);
+  }
+
+  // ZB-H1's weight-gradient pass of a micro-batch: the weight GEMMs its backward pass deferred, in
+  // that pass's order, each part's gradients accumulated (and, where this pass reduces them,
+  // bucketed for the reduction) after its GEMMs, and the activations they read freed.
+  void weight(const PipelinePass& pass) {
+    const int mb = pass.micro_batch;
+    const bool reduce = reduce_in_pass(pass);
+    auto deferred = deferred_.extract({mb, pass.chunk});
+    if (deferred.empty()) throw std::logic_error("program builder: a weight-gradient pass before its backward pass");
+    int prev = last_compute();
+    for (const DeferredWeights& d : deferred.mapped()) {
+      prev = chain(d.ops, Phase::backward, d.layer, mb, prev);
+      if (d.kept > 0) on_end(prev, MemCategory::activations, -d.kept);
+      prev = accumulate_gradients(d.params, d.layer, mb, prev);
+      if (!reduce) continue;
+      if (d.layer >= 0) add_layer_gradients(d.layer, prev);
+      else add_gradients(d.params, prev);
     }
     if (reduce) flush_bucket();
   }
@@ -468,6 +529,7 @@ class StageBuilder {
   int expert_bucket_ready_ = -1;
   std::vector<int> unfinished_sends_;
   std::map<std::pair<int, Phase>, int> turned_;  // DualPipeV's last rank: (micro-batch, phase) -> the op handing over
+  std::map<std::pair<int, int>, std::vector<DeferredWeights>> deferred_;  // ZB-H1: (micro-batch, chunk) -> its W pass
   struct AsyncOp {
     int op;
     int computes_left;  // compute ops that may still run before one must wait for it

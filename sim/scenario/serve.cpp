@@ -65,7 +65,7 @@ class ServeSink final : public TraceSink {
 // the op keeps the faster; the op with GEMM shape 0 is timed as a CUDA-core kernel.
 void choose_decode_kernels(StageProgram& p, const ComputeModel& compute) {
   for (int i = 0; i < p.size(); ++i) {
-    if (p.micro_batch[i] == 0 || !reads_weights(p.kind[i]) || p.gemm_m[i] == 0) continue;
+    if (p.micro_batch[i] == 0 || !weight_gemm(p.kind[i]) || p.gemm_m[i] == 0) continue;
     const TimeNs gemm = compute.time(p, i).duration_ns;
     const int m = p.gemm_m[i];
     p.gemm_m[i] = 0;
@@ -91,7 +91,7 @@ PassTime pass_time(const std::vector<EventRecord>& events, int pass, TimeNs laun
     const double launch = ns_to_seconds(launch_ns);
     t.launch_s += launch;
     const OpKind kind = static_cast<OpKind>(e.op);
-    if (reads_weights(kind)) t.weights_s += s - launch;
+    if (weight_gemm(kind)) t.weights_s += s - launch;
     else if (kind == OpKind::flash_attention && pass > 0) t.kv_s += s - launch;
   }
   t.total_s = ns_to_seconds(end - std::max<TimeNs>(begin, 0));
@@ -133,7 +133,7 @@ void scale(PassTime& t, double f) {
 double decode_weight_bytes(const StageProgram& p, WeightFormat f) {
   double sum = 0;
   for (int i = 0; i < p.size(); ++i)
-    if (p.micro_batch[i] == 1 && reads_weights(p.kind[i]))
+    if (p.micro_batch[i] == 1 && weight_gemm(p.kind[i]))
       sum += (p.kind[i] == OpKind::lm_head ? embedding_weight_bytes(f) : weight_format_bytes(f)) *
              static_cast<double>(p.gemm_k[i]) * p.gemm_n[i] * std::max(1, p.gemm_batch[i]);
   return sum;
