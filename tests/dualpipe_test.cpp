@@ -3,7 +3,8 @@
 // overlapped pairs, and the step against the bubble of the DualPipe table. DualPipeV
 // (dualpipev.py, the "cut-in-half" DualPipe): its passes, the V's layer placement (chunk 0 down,
 // chunk 1 back up, embedding and head on rank 0), the turn on the last rank without a message,
-// one copy of the weights, and the step's bubble against the order's own and the table's.
+// one copy of the weights, and the step's bubble against the order's own and the table's; both
+// schedules' activations in flight against the table's PP + 1.
 #include <catch2/catch.hpp>
 
 #include <map>
@@ -340,4 +341,20 @@ TEST_CASE("DualPipeV's step turns on the last rank without a message and idles a
   CHECK(bubble == Approx(2 * (pp - 1) * b - f).epsilon(0.05));
   CHECK(bubble < (pp - 1) * (f + 2 * b));
   CHECK(bubble < 0.8 * (pp - 1) * (2 * f + 2 * b));
+}
+TEST_CASE("DualPipe and DualPipeV hold the DualPipe table's PP + 1 chunks of activations per device", "[dualpipe]") {
+  // deepseek-ai/DualPipe README, "Activation Per Device": PP + 1 for both, PP counting the model's
+  // pipeline stages (a chunk pass keeps one stage's activations): pp for DualPipe on pp ranks,
+  // 2 pp for DualPipeV on pp ranks. The most forward chunk passes waiting for their backward, per rank.
+  for (const int pp : {4, 8}) {
+    const int m = 2 * pp + 4;
+    for (const auto& [plan, stages] : {std::pair(dualpipe_plan(pp, m), pp), std::pair(v_plan(pp, m), 2 * pp)}) {
+      for (int s = 0; s < pp; ++s) {
+        int in_flight = 0, most = 0;
+        for (const PipelinePass& pass : pipeline_order(plan, s)) most = std::max(most, in_flight += pass.forward ? 1 : -1);
+        INFO(schedule_name(plan.schedule) << ", pp " << pp << ", rank " << s);
+        CHECK(most == stages + 1);
+      }
+    }
+  }
 }
