@@ -1,6 +1,7 @@
 // Selective recomputation of Megatron-Core's --recompute-modules (layernorm, mla_up_proj,
 // moe_act): what each module's consumers stop keeping, the reruns before the layer's backward
-// pass, fit's memory against the simulated peak (with DualPipe), and the keys refused.
+// pass, fit's memory against the simulated peak (with DualPipe), and the keys refused. Full
+// recomputation of the first N layers of each stage (--recompute-num-layers, block method).
 #include <catch2/catch.hpp>
 #include <string>
 
@@ -112,4 +113,38 @@ TEST_CASE("recompute modules are refused where they cannot apply", "[recompute]"
   CHECK_THROWS_WITH(parse_recompute_modules("layernorm,mlp", "training.recompute_modules"),
                     Catch::Contains("'mlp'") && Catch::Contains("valid: core_attn, layernorm, mla_up_proj, moe_act"));
   CHECK(recompute_modules_name(parse_recompute_modules("moe_act,layernorm", "k")) == "layernorm,moe_act");
+}
+
+TEST_CASE("full recomputation of the first N layers of each stage reruns those layers only", "[recompute][fit]") {
+  // Llama 3 8B on 8 layers over two stages: recompute_num_layers = 2 reruns layers 0-1 and 4-5,
+  // the others keep their activations (Megatron-Core's --recompute-method block).
+  const std::string text =
+      "[model]\nname = llama3-8b\nlayers = 8\nseq_len = 2048\n"
+      "[training]\nframework = megatron-core\nglobal_batch = 16\nmicro_batch = 1\nrecompute = full\n"
+      "[parallel]\ntp = 1\npp = 2\ndp = 4\nzero_stage = 1\n"
+      "[cluster]\ngpu = H100-SXM5-80GB\nnodes = 1\ngpus_per_node = 8\n[output]\ntrace_detail = summary\n";
+  const auto run = [&](const char* layers) {
+    Scenario sc = load_scenario_text(text, "block", test::overrides({std::string("--training.recompute_num_layers=") + layers}));
+    return std::pair(sc, run_scenario(sc, "", 1, true));
+  };
+  const auto [all_sc, all] = run("0");
+  const auto [half_sc, half] = run("2");
+  const auto [four_sc, four] = run("4");  // every layer of a 4-layer stage
+  for (int l = 0; l < 8; ++l) CHECK((half_sc.plan.layer_recompute(l) == Recompute::full) == (l % 4 < 2));
+  // The recomputed FLOPs: half of full recomputation's; every layer of a stage: all of it.
+  const auto recomputed = [](const EngineResult& r) {
+    return (r.summary.hw_tflops_per_gpu - r.summary.model_tflops_per_gpu) * r.summary.step_time_s;
+  };
+  CHECK(recomputed(half) == Approx(0.5 * recomputed(all)).epsilon(1e-6));
+  CHECK(recomputed(four) == Approx(recomputed(all)).epsilon(1e-6));
+  CHECK(all.summary.step_time_s > half.summary.step_time_s);
+  CHECK(all.summary.peak_memory_gib < half.summary.peak_memory_gib);
+  // fit keeps what the same layers keep.
+  const TrainingSetup s = training_setup(half_sc.plan, half_sc.model.seq_len);
+  CHECK(s.recompute_num_layers == 2);
+  const double fit = (training_memory(half_sc.model, s, 1, 2, 4).total() - kRuntimeOverheadBytes) / kGiB;
+  CHECK(fit == Approx(half.summary.peak_memory_gib).epsilon(0.01));
+  ParallelPlan selective = half_sc.plan;
+  selective.recompute = Recompute::selective;
+  CHECK_THROWS_WITH(validate_plan(selective, half_sc.model, 8), Catch::Contains("set training.recompute = full"));
 }

@@ -70,7 +70,7 @@ double LayerOps::checkpoint_bytes() const { return e() * sharded_tokens() * mode
 
 std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) const {
   const int layer = std::min(layer_index, model_.layers - 1);  // an MTP module's block: the last layer's shape
-  const Recompute recompute = materialized ? Recompute::none : plan_.recompute;
+  const Recompute recompute = materialized ? Recompute::none : plan_.layer_recompute(layer_index);
   const double T = tokens(), Ts = sharded_tokens(), h = model_.hidden, s = model_.seq_len, b = plan_.micro_batch;
   // Per-head query/key and value dimensions (MLA: nope + rope and v_head_dim; keys per query head).
   const bool mla = model_.is_mla();

@@ -87,7 +87,7 @@ struct ChunkMemory {
 // What the backward pass of layer `l` adds while it rematerializes the layer.
 double recomputed_bytes(const ParallelPlan& p, const LayerOps& ops, int l) {
   const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
-  if (p.recompute == Recompute::full) return kept(materialized);
+  if (p.layer_recompute(l) == Recompute::full) return kept(materialized);
   if (p.recompute == Recompute::selective)
     return kept(ops.module_reruns(materialized)) +
            (p.attention == Attention::standard ? kept(ops.attention_core(materialized)) : 0);
@@ -335,6 +335,7 @@ ParallelPlan training_plan(const ModelShape& m, const TrainingSetup& s, int tp, 
   p.micro_batch = s.micro_batch;
   p.global_batch = (s.micro_batches > 0 ? s.micro_batches : pp) * s.micro_batch * dp;
   p.zero_stage = s.zero_stage, p.recompute = s.recompute, p.recompute_modules = s.recompute_modules;
+  p.recompute_num_layers = s.recompute_num_layers;
   p.moe_probs = s.moe_probs, p.moment_bytes = s.moment_bytes;
   p.sequence_parallel = s.sequence_parallel && tp > 1;
   p.attention = s.attention, p.dropout = s.dropout, p.fused_kernels = s.fused_kernels, p.recipe = s.recipe;
@@ -348,6 +349,7 @@ TrainingSetup training_setup(const ParallelPlan& p, int seq_len) {
   TrainingSetup s;
   s.seq_len = seq_len, s.micro_batch = p.micro_batch, s.recompute = p.recompute, s.zero_stage = p.zero_stage;
   s.recompute_modules = p.recompute_modules, s.moe_probs = p.moe_probs, s.moment_bytes = p.moment_bytes;
+  s.recompute_num_layers = p.recompute_num_layers;
   s.sequence_parallel = p.sequence_parallel, s.micro_batches = p.micro_batches(), s.ep = p.ep, s.cp = p.cp;
   s.attention = p.attention, s.dropout = p.dropout, s.fused_kernels = p.fused_kernels, s.recipe = p.recipe;
   s.grad_reduce_fp32 = p.grad_reduce_fp32, s.grad_accumulation = p.grad_accumulation;

@@ -77,6 +77,7 @@ struct TrainingSetup {
   bool grad_reduce_fp32 = false;  // fp32 main gradients (Megatron's main_grad buffers, FSDP's reduce dtype)
   GradAccumulation grad_accumulation = GradAccumulation::fused;  // fp32_buffer keeps bf16 .grad beside fp32
   unsigned recompute_modules = module_bit(RecomputeModule::core_attn);  // what selective recomputation reruns
+  int recompute_num_layers = 0;  // full recomputation of the first N layers of each chunk only (0: all)
   MoeProbs moe_probs = MoeProbs::combine;  // MoE: where the router's weights apply (what they keep)
   double moment_bytes = 4;                 // each Adam moment per parameter (2: BF16 moments)
 };

@@ -96,6 +96,17 @@ double parse_optimizer_moments(std::string_view text, std::string_view key) {
   throw InputError(fmt::format("{} = '{}': valid values are fp32 and bf16 (Adam's moments)", key, text));
 }
 
+Recompute ParallelPlan::layer_recompute(int layer) const {
+  if (recompute != Recompute::full || recompute_num_layers == 0) return recompute;
+  for (int s = 0; s < pp; ++s)
+    for (int c = 0; c < chunks(); ++c) {
+      const int first = chunk_first_layer(s, c);
+      if (layer >= first && layer < first + chunk_layers(s, c))
+        return layer - first < recompute_num_layers ? Recompute::full : Recompute::none;
+    }
+  return recompute;  // a multi-token-prediction module's block, beside the head
+}
+
 std::string_view recompute_name(Recompute r) {
   return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
 }
@@ -465,6 +476,13 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
                                    modules, model.name));
   }
   positive(plan.virtual_stages, "parallel.virtual_stages");
+  if (plan.recompute_num_layers < 0)
+    throw InputError(fmt::format("training.recompute_num_layers = {}: must be >= 0 (0: every layer)",
+                                 plan.recompute_num_layers));
+  if (plan.recompute_num_layers > 0 && plan.recompute != Recompute::full)
+    throw InputError(fmt::format("training.recompute_num_layers = {}: it limits full recomputation to the first layers "
+                                 "of each stage; set training.recompute = full (it is {})",
+                                 plan.recompute_num_layers, recompute_name(plan.recompute)));
   if (plan.schedule != Schedule::interleaved && plan.virtual_stages != 1)
     throw InputError(fmt::format("parallel.virtual_stages = {}: only the interleaved schedule has virtual stages "
                                  "(set parallel.schedule = interleaved, or virtual_stages = 1)", plan.virtual_stages));

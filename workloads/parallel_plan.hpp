@@ -107,6 +107,12 @@ struct ParallelPlan {
   int zero_stage = 0;
   Recompute recompute = Recompute::none;
   unsigned recompute_modules = module_bit(RecomputeModule::core_attn);  // selective: what it reruns
+  // Full recomputation of only the first N layers of each stage's model chunk, the others keeping
+  // their activations (Megatron-Core's --recompute-method block --recompute-num-layers N); 0: all.
+  int recompute_num_layers = 0;
+  // What layer `layer` recomputes: recompute, but none for a layer past the first
+  // recompute_num_layers of its chunk. stage_layers must be set (validate_plan).
+  Recompute layer_recompute(int layer) const;
   bool recomputes(RecomputeModule m) const { return recompute == Recompute::selective && (recompute_modules & module_bit(m)); }
   Schedule schedule = Schedule::one_f_one_b;
   int virtual_stages = 1;            // model chunks per pipeline stage (interleaved schedule)

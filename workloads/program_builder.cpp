@@ -259,7 +259,7 @@ class StageBuilder {
       defer->ops = std::move(split.weight);
     }
     double freed = kept(fwd);
-    if (plan_.recompute == Recompute::full) {
+    if (plan_.layer_recompute(l) == Recompute::full) {
       prev = chain(materialized, Phase::recompute, l, mb, prev, gathered);
       freed += kept(materialized);
       prev = chain(bwd, Phase::backward, l, mb, prev);

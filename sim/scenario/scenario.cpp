@@ -393,6 +393,7 @@ Scenario read_scenario(po::variables_map& vm, const std::string& source, Workloa
   p.recompute = v.parsed([&] { return parse_recompute(v.text("training.recompute"), "training.recompute"); });
   p.recompute_modules = v.parsed(
       [&] { return parse_recompute_modules(v.text("training.recompute_modules"), "training.recompute_modules"); });
+  p.recompute_num_layers = v.integer("training.recompute_num_layers", 0);
   p.attention = v.parsed([&] { return parse_attention(v.text("training.attention"), "training.attention"); });
   p.dropout = v.boolean("training.dropout");
   p.moe_load_imbalance = v.real("training.moe_load_imbalance", 1, 1e6);

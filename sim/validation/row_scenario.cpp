@@ -264,6 +264,18 @@ RowScenario row_scenario(const CsvRow& r) {
        fmt::format("--cluster.nodes={}", std::max(gpus / per_node, 1LL)),
        fmt::format("--cluster.gpus_per_node={}", std::min(per_node, gpus)), "--output.trace_detail=summary"};
   if (!modules.empty()) a.push_back("--training.recompute_modules=" + modules);
+  // torchtitan's layer-wise selective checkpointing (activation_checkpoint.selective_ac_option, a
+  // layer frequency, "2" by default) wraps every second block in full checkpointing (its
+  // _apply_layer_sac counts the blocks and checkpoints those whose count divides by 2): full
+  // recomputation of half of each stage's layers.
+  if (contains(get("recompute"), "selective layer") && !get("layers").empty()) {
+    const long long per_stage = count_of(r, "layers") / pp, recomputed = per_stage / 2;
+    std::replace(a.begin(), a.end(), std::string("--training.recompute=selective"), std::string("--training.recompute=full"));
+    a.push_back(fmt::format("--training.recompute_num_layers={}", std::max(recomputed, 1LL)));
+    out.assumptions.push_back(fmt::format(
+        "recompute 'selective layer': torchtitan's layer-wise checkpointing of every second block "
+        "(selective_ac_option = 2): full recomputation of {} of each stage's {} layers", std::max(recomputed, 1LL), per_stage));
+  }
 
   // Context parallelism: Megatron-Core's ring of K/V sends unless the row says the keys and values
   // are all-gathered (Llama 3); it runs on fused attention whatever the profile's default.
