@@ -97,3 +97,39 @@ TEST_CASE("a trace named inside a scenario never overwrites a file that is not a
   refused("run " + scenario + " --output " + scenario, "would overwrite the scenario file itself");
   CHECK(slurp(scenario).find("[output]") != std::string::npos);
 }
+
+TEST_CASE("every input file that is not a regular file is refused, never read until it ends", "[hardening][cli]") {
+  const std::string fifo = file("input.fifo");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  refused("validate " + fifo, "not a regular file; give the validation file");
+  refused("validate /dev/zero", "/dev/zero: not a regular file");
+  refused("fit --seed-table --claims " + fifo, "not a regular file; give the claims file");
+  refused("run " + kTiny + " --cluster.topology_file=" + fifo, "not a regular file; give a topology (.dot) file");
+}
+
+TEST_CASE("outputs never replace a folder, FIFO or device, nor an input of the same command", "[hardening][cli]") {
+  namespace fs = std::filesystem;
+  const std::string fifo = file("output.fifo"), folder = file("a-folder"), tiny = file("tiny.ini");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  fs::create_directories(folder);
+  fs::copy_file(kTiny, tiny, fs::copy_options::overwrite_existing);
+  refused("topology " + tiny + " --dot " + fifo, "exists and is not a regular file (a FIFO, device or socket)");
+  CHECK(fs::is_fifo(fifo));
+  refused("topology " + tiny + " --dot " + tiny, "is also an input of this command");
+  CHECK(slurp(tiny) == slurp(kTiny));
+  const std::string trace = file("t.h5");
+  REQUIRE(run_dtsim("run " + tiny + " --output " + trace + " --json").status == 0);
+  refused("export " + trace + " --chrome " + trace, "is also an input of this command");
+  CHECK(slurp(trace).substr(1, 3) == "HDF");
+  refused("export " + trace + " --chrome " + fifo, "not a regular file");
+  refused("export " + trace + " --chrome ''", "the output path is empty");
+  // Refused before any work: no table, journal or temporary left.
+  refused("run " + tiny + " --output " + folder, "exists and is not a regular file (a folder)");
+  const std::string sweep = std::string(DTSIM_SOURCE_DIR) + "/scenarios/tests/tiny-sweep.ini", table = file("sw.h5");
+  refused("sweep " + sweep + " --output " + table + " --csv " + folder + " --quiet", "(a folder)");
+  refused("sweep " + sweep + " --output " + table + " --csv " + table + " --quiet", "the same file as the table");
+  CHECK_FALSE(fs::exists(table));
+  CHECK_FALSE(fs::exists(table + ".progress"));
+  refused("merge " + trace + " " + trace + " " + trace, "is also an input of this command");
+  refused("merge " + table + " " + trace + " --csv " + table, "the same file as the table");
+}

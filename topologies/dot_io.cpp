@@ -25,6 +25,7 @@
 
 #include "sim/base/error.hpp"
 #include "sim/base/limits.hpp"
+#include "sim/base/input_file.hpp"
 
 namespace dtsim {
 namespace {
@@ -152,8 +153,7 @@ std::string prepare(const std::string& text, const std::string& path) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("cannot open topology file '{}'", path));
+  std::ifstream in = open_input_file(path, "a topology (.dot) file");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();

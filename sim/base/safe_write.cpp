@@ -73,8 +73,25 @@ int create_exclusive(const std::string& path, const std::string& label) {
   throw InputError(fmt::format("{}: cannot create '{}': {}", label, path, std::strerror(errno)));
 }
 
+void check_output_path(const std::string& target, const std::string& label, const std::vector<std::string>& inputs) {
+  if (target.empty()) throw InputError(fmt::format("{}: the output path is empty; name a file", label));
+  struct stat st {};
+  if (::lstat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+    throw InputError(fmt::format("{}: '{}' exists and is not a regular file ({}); name a file to write",
+                                 label, target, S_ISDIR(st.st_mode) ? "a folder" : "a FIFO, device or socket"));
+  struct stat out {};
+  if (::stat(target.c_str(), &out) != 0) return;
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (::stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw InputError(fmt::format("{}: '{}' is also an input of this command ('{}'); writing it would destroy it; "
+                                   "name another output", label, target, input));
+  }
+}
+
 TempFile::TempFile(std::string target, std::string label, const Create& create)
     : target_(std::move(target)), label_(std::move(label)) {
+  check_output_path(target_, label_);
   const std::string folder = folder_of(target_);
   if (target_.size() - folder.size() + 4 <= NAME_MAX) {
     const std::string plain = target_ + ".tmp";

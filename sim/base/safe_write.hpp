@@ -12,6 +12,7 @@
 #include <ostream>
 #include <streambuf>
 #include <string>
+#include <vector>
 
 namespace dtsim {
 
@@ -59,6 +60,12 @@ class TempTextFile {
   std::unique_ptr<std::streambuf> buffer_;
   std::ostream stream_;
 };
+
+// Refuses (InputError, starting with `label`) an output path before any work: an empty one, an
+// existing folder, FIFO, device or socket (renaming a file over it would replace it), or the same
+// file as one of the command's `inputs`. A path that does not exist yet, or an existing regular
+// file (or a link, which the rename replaces), passes. TempFile checks the first two again.
+void check_output_path(const std::string& target, const std::string& label, const std::vector<std::string>& inputs = {});
 
 // Writes `target` with write(stream) through a TempTextFile.
 void write_file_safely(const std::string& target, const std::string& label,

@@ -13,6 +13,7 @@
 #include "sim/advisor/advise.hpp"
 #include "sim/advisor/advise_table.hpp"
 #include "sim/base/error.hpp"
+#include "sim/base/safe_write.hpp"
 #include "sim/base/json.hpp"
 
 namespace po = boost::program_options;
@@ -163,6 +164,7 @@ int advise_command(int argc, char** argv) {
       if (eq == std::string::npos) throw InputError(fmt::format("--price '{}': give GPU=USD_PER_HOUR, e.g. A100=1.8", p));
       q.prices[p.substr(0, eq)] = number(p.substr(eq + 1), "--price " + p.substr(0, eq));
     }
+  if (vm.count("output")) check_output_path(vm["output"].as<std::string>(), "--output " + vm["output"].as<std::string>());
   const auto start = std::chrono::steady_clock::now();
   const AdviseResult res = advise(q);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -128,6 +128,7 @@ int run_command(int argc, char** argv) {
   Scenario sc = load_scenario(cmd.scenario, cmd.vm);
   const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
   check_trace_target(trace, cmd.scenario, cmd.vm.count("output") > 0 || !cmd.vm["output.trace"].defaulted());
+  if (!trace.empty()) check_output_path(trace, "trace file '" + trace + "'", {cmd.scenario});
   const int threads = cmd.vm["threads"].as<int>();
   if (threads < 0 || threads > limits::kMaxThreads)
     throw InputError(fmt::format("--threads {}: must be from 1 to {}, or 0 for all cores", threads, limits::kMaxThreads));
@@ -185,6 +186,7 @@ int serve_command(int argc, char** argv) {
   Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::inference);
   const std::string trace = cmd.vm.count("output") ? cmd.vm["output"].as<std::string>() : sc.trace_path;
   check_trace_target(trace, cmd.scenario, cmd.vm.count("output") > 0 || !cmd.vm["output.trace"].defaulted());
+  if (!trace.empty()) check_output_path(trace, "trace file '" + trace + "'", {cmd.scenario});
   const ServeResult result = run_serve(sc, trace, threads);
   std::cout << (cmd.vm.count("json") ? format_serve_json(sc, result) + "\n" : format_serve_text(sc, result));
   if (!trace.empty() && !cmd.vm.count("json"))
@@ -201,10 +203,11 @@ int topology_command(int argc, char** argv) {
     return 0;
   }
   if (!cmd.vm.count("dot")) throw InputError("dtsim topology: --dot FILE is required");
+  const std::string path = cmd.vm["dot"].as<std::string>();
+  check_output_path(path, "--dot " + path, {cmd.scenario});
   // Only the cluster is used: a serving scenario (with [inference] keys) is as good as a training one.
   Scenario sc = load_scenario(cmd.scenario, cmd.vm, SweepSection::refuse, Workload::cluster);
   const ClusterGraph graph = make_cluster(sc);
-  const std::string path = cmd.vm["dot"].as<std::string>();
   write_file_safely(path, "--dot " + path, [&](std::ostream& out) { write_dot(graph, out); });
   std::cout << fmt::format("wrote {} ({} GPUs, {} directed links)\n", path, graph.num_gpus(), graph.num_links());
   return 0;
@@ -378,6 +381,7 @@ int export_command(int argc, char** argv) {
   if (!vm.count("trace")) throw InputError("dtsim export: give the trace file, e.g. dtsim export run.h5 --chrome run.json");
   if (!vm.count("chrome")) throw InputError("dtsim export: --chrome OUT.json is required (the only export format)");
   const std::string trace = vm["trace"].as<std::string>(), json = vm["chrome"].as<std::string>();
+  check_output_path(json, "--chrome " + json, {trace});
   ChromeExportFilter filter;
   if (vm.count("ranks")) filter.ranks = parse_rank_list(vm["ranks"].as<std::string>());
   if (vm.count("window")) std::tie(filter.start_ns, filter.end_ns) = parse_time_window(vm["window"].as<std::string>());

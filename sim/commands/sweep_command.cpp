@@ -13,6 +13,7 @@
 #include <set>
 
 #include "sim/base/error.hpp"
+#include "sim/base/safe_write.hpp"
 #include "sim/sweep/journal.hpp"
 #include "sim/sweep/merge.hpp"
 #include "sim/sweep/progress.hpp"
@@ -38,11 +39,20 @@ void report(const SweepTable& table, const std::string& output, const std::strin
 }
 
 // Refuses an output whose folder does not exist before any point runs, not after.
-void check_folder(const std::string& option, const std::string& path) {
-  if (path.empty()) return;
-  const std::filesystem::path folder = std::filesystem::path(path).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder))
-    throw InputError(fmt::format("{} {}: the folder '{}' does not exist", option, path, folder.string()));
+// Before any work: the output's folder exists, the path is a file dtsim may write (not a folder,
+// FIFO or device, nor one of `inputs`), and the table and the CSV are two files.
+void check_outputs(const std::string& output, const std::string& csv, const std::vector<std::string>& inputs) {
+  for (const auto& [option, path] : {std::pair("--output", output), std::pair("--csv", csv)}) {
+    if (path.empty()) continue;
+    const std::filesystem::path folder = std::filesystem::path(path).parent_path();
+    if (!folder.empty() && !std::filesystem::is_directory(folder))
+      throw InputError(fmt::format("{} {}: the folder '{}' does not exist", option, path, folder.string()));
+    check_output_path(path, fmt::format("{} {}", option, path), inputs);
+  }
+  std::error_code ec;
+  if (!output.empty() && !csv.empty() &&
+      (output == csv || std::filesystem::equivalent(output, csv, ec)))
+    throw InputError(fmt::format("--csv {}: the same file as the table (OUT.h5 {}); name another CSV file", csv, output));
 }
 
 }  // namespace
@@ -53,8 +63,7 @@ std::string sweep_journal_path(const std::string& output, const std::string& csv
 
 int run_sweep(const SweepRequest& request) {
   const SweepPlan& plan = request.plan;
-  check_folder("--output", request.output);
-  check_folder("--csv", request.csv);
+  check_outputs(request.output, request.csv, {plan.scenario_path});
   SweepTable table;
   table.scenario = base_scenario_text(plan);
   table.definition = sweep_definition(plan.spec);
@@ -128,6 +137,7 @@ int run_sweep(const SweepRequest& request) {
 }
 
 int run_merge(const std::string& output, const std::string& csv, const std::vector<std::string>& parts) {
+  check_outputs(output, csv, parts);
   const SweepTable table = merge_sweep_tables(parts);
   save_sweep_table(table, output, csv);
   report(table, output, csv, "");

@@ -23,6 +23,7 @@
 #include "sim/scenario/frameworks.hpp"
 #include "sim/scenario/layout_choice.hpp"
 #include "sim/scenario/scenario_values.hpp"
+#include "sim/base/input_file.hpp"
 
 namespace po = boost::program_options;
 
@@ -227,11 +228,7 @@ void store_stream(std::istream& in, const std::string& name, po::variables_map& 
 void store_file(const std::string& path, po::variables_map& vm, std::vector<SweepLine>* sweep_lines) {
   if (path.empty()) return;
   // A directory, a FIFO or a device would read as an empty file (the defaults) or block.
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    throw InputError(fmt::format("{}: not a regular file; give a scenario .ini file", path));
-  std::ifstream file(path);
-  if (!file) throw InputError(fmt::format("{}: cannot open the scenario file", path));
+  std::ifstream file = open_input_file(path, "a scenario .ini file");
   const std::string text((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   std::istringstream in(text);
   store_stream(in, path, vm, sweep_lines);  // unknown keys and bad lines first

@@ -14,6 +14,7 @@
 #include "sim/base/units.hpp"
 #include "topologies/gpu_catalog.hpp"
 #include "workloads/memory_fit.hpp"
+#include "sim/base/input_file.hpp"
 
 namespace dtsim {
 namespace {
@@ -98,8 +99,7 @@ std::string gpus_text(const FitResult& r) {
 std::string default_claims_path() { return DTSIM_DATA_DIR "/guide/gpu_guide_claims.csv"; }
 
 std::vector<GuideRow> check_guide(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the claims file", path));
+  std::ifstream in = open_input_file(path, "the claims file");
   const auto records = parse_csv(in);
   if (records.empty()) throw InputError(fmt::format("{}: empty file", path));
   std::map<std::string, std::size_t> col;

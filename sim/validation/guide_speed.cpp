@@ -17,6 +17,7 @@
 #include "topologies/gpu_catalog.hpp"
 #include "workloads/inference_program.hpp"
 #include "workloads/model.hpp"
+#include "sim/base/input_file.hpp"
 
 namespace dtsim {
 namespace {
@@ -106,8 +107,7 @@ double speed_bound(const ModelShape& m, const GpuSpec& card, int gpus, WeightFor
 std::string default_prices_path() { return DTSIM_DATA_DIR "/guide/gpu_prices.csv"; }
 
 std::map<std::string, double> read_gpu_prices(const std::string& path, const std::map<std::string, double>& extra) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the prices file", path));
+  std::ifstream in = open_input_file(path, "the prices file");
   const auto records = parse_csv(in);
   if (records.empty() || records[0].size() < 2 || records[0][0] != "gpu" || records[0][1] != "usd")
     throw InputError(fmt::format("{}: the header must start with gpu,usd", path));

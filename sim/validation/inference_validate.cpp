@@ -15,6 +15,7 @@
 #include "sim/base/json.hpp"
 #include "sim/scenario/serve.hpp"
 #include "sim/validation/inference_row.hpp"
+#include "sim/base/input_file.hpp"
 
 namespace po = boost::program_options;
 
@@ -68,8 +69,7 @@ int built_rows(const std::vector<InferenceValidationRow>& rows, const std::strin
 }  // namespace
 
 bool is_inference_csv(const std::string& csv_path) {
-  std::ifstream in(csv_path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the validation file", csv_path));
+  std::ifstream in = open_input_file(csv_path, "the validation file");
   const std::vector<std::string> header = header_of(in, csv_path);
   return has(header, "metric") && has(header, "weight_format");
 }
@@ -108,8 +108,7 @@ std::vector<InferenceValidationRow> read_inference_rows(std::istream& in, const 
 
 std::vector<InferenceValidationRow> validate_inference_runs(const std::string& csv_path,
                                                             const std::vector<std::string>& sources) {
-  std::ifstream in(csv_path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the validation file", csv_path));
+  std::ifstream in = open_input_file(csv_path, "the validation file");
   std::vector<InferenceValidationRow> rows = read_inference_rows(in, csv_path, sources);
   // Rows are independent simulations: run them on all cores, each writing only its own row.
   tbb::parallel_for(std::size_t{0}, rows.size(), [&](std::size_t i) {

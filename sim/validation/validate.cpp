@@ -16,6 +16,7 @@
 #include "sim/scenario/scenario.hpp"
 #include "sim/validation/moe_row.hpp"
 #include "sim/validation/row_scenario.hpp"
+#include "sim/base/input_file.hpp"
 
 namespace po = boost::program_options;
 
@@ -81,8 +82,7 @@ Scenario validation_scenario(const ValidationCase& c, const std::string& name) {
 }
 
 std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std::vector<std::string>& sources) {
-  std::ifstream in(csv_path);
-  if (!in) throw InputError(fmt::format("{}: cannot open the validation file", csv_path));
+  std::ifstream in = open_input_file(csv_path, "the validation file");
   std::vector<ValidationCase> cases = read_validation_cases(in, csv_path, sources);
   // Rows are independent simulations: run them on all cores, each writing only its own row.
   tbb::parallel_for(std::size_t{0}, cases.size(), [&](std::size_t i) {
