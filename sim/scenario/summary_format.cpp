@@ -114,9 +114,12 @@ std::string format_summary_text(const Scenario& sc, const Summary& s, const std:
                      m.layers, m.hidden, m.heads, m.kv_heads_or_heads(),
                      m.head_dim > 0 ? fmt::format(", head_dim {}", m.head_dim) : "", ffn_kind_name(m.ffn),
                      m.ffn_or_default(), m.vocab, m.seq_len, position_embedding_name(m.position), m.total_params() / 1e9);
+  const std::string recompute = p.recompute_num_layers > 0
+                                    ? fmt::format("full of the first {} layers per stage", p.recompute_num_layers)
+                                    : std::string(recompute_name(p.recompute));
   out += fmt::format("  setup              {} profile, {}, recompute {}, {} schedule, ZeRO-{}, {} {} of {}\n",
-                     sc.framework, p.recipe == Recipe::none ? precision_name(sc.precision) : recipe_spec(p.recipe).name, recompute_name(p.recompute), schedule_name(p.schedule),
-                     p.zero_stage, node_kind_name(sc.cluster.node_kind),
+                     sc.framework, p.recipe == Recipe::none ? precision_name(sc.precision) : recipe_spec(p.recipe).name,
+                     recompute, schedule_name(p.schedule), p.zero_stage, node_kind_name(sc.cluster.node_kind),
                      sc.cluster.node_kind == NodeKind::nvl72 ? "racks" : "nodes", sc.cluster.gpu);
   out += fmt::format("  network            {}\n", network_text(sc));
   out += fmt::format("  step time          {:.3f} s\n", s.step_time_s);
