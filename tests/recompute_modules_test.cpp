@@ -148,3 +148,41 @@ TEST_CASE("full recomputation of the first N layers of each stage reruns those l
   selective.recompute = Recompute::selective;
   CHECK_THROWS_WITH(validate_plan(selective, half_sc.model, 8), Catch::Contains("set training.recompute = full"));
 }
+
+TEST_CASE("torchtitan's op-level checkpointing reruns the layer but its attention, half of the matmul FLOPs",
+          "[recompute][fit]") {
+  // Llama 3 8B on 4 layers, eager torchtitan: the layer keeps its input, the attention's output and
+  // half of the matmul outputs; before its backward it reruns the rest of its forward. ZeRO-1: fit
+  // allows two FSDP-gathered layers throughout, also at the head's peak, where a run has none.
+  const std::string text =
+      "[model]\nname = llama3-8b\nlayers = 4\nseq_len = 4096\n"
+      "[training]\nframework = torchtitan\nglobal_batch = 8\nmicro_batch = 1\n"
+      "[parallel]\ntp = 1\npp = 1\ndp = 8\nzero_stage = 1\n"
+      "[cluster]\ngpu = A100-SXM4-80GB\nnodes = 1\ngpus_per_node = 8\n[output]\ntrace_detail = summary\n";
+  const auto run = [&](const char* recompute) {
+    Scenario sc = load_scenario_text(text, "op", test::overrides({std::string("--training.recompute=") + recompute}));
+    return std::pair(sc, run_scenario(sc, "", 1, true));
+  };
+  const auto [none_sc, none] = run("none");
+  const auto [op_sc, op] = run("selective_op");
+  const auto [full_sc, full] = run("full");
+  // The recomputed FLOPs: half of the layers' weight GEMMs' forward FLOPs (the attention is kept).
+  const Program program = build_program(op_sc.model, op_sc.plan);
+  double linear = 0;
+  const StageProgram& s = program.stages[0];
+  for (int i = 0; i < s.size(); ++i)
+    if (s.phase[i] == Phase::forward && s.layer[i] >= 0 && s.gemm_m[i] > 0 && weight_gemm(s.kind[i])) linear += s.flops[i];
+  const double recomputed = (op.summary.hw_tflops_per_gpu - op.summary.model_tflops_per_gpu) * 1e12 * op.summary.step_time_s;
+  CHECK(recomputed == Approx(0.5 * linear).epsilon(1e-3));
+  CHECK(none.summary.step_time_s < op.summary.step_time_s);
+  CHECK(op.summary.step_time_s < full.summary.step_time_s);
+  CHECK(full.summary.peak_memory_gib < op.summary.peak_memory_gib);
+  CHECK(op.summary.peak_memory_gib < none.summary.peak_memory_gib);
+  const double fit =
+      (training_memory(op_sc.model, training_setup(op_sc.plan, op_sc.model.seq_len), 1, 1, 8).total() -
+       kRuntimeOverheadBytes) / kGiB;
+  CHECK(fit == Approx(op.summary.peak_memory_gib).epsilon(0.01));
+  ParallelPlan unfused = op_sc.plan;
+  unfused.attention = Attention::standard;
+  CHECK_THROWS_WITH(validate_plan(unfused, op_sc.model, 8), Catch::Contains("set training.attention = flash"));
+}

@@ -197,6 +197,19 @@ std::vector<OpSpec> LayerOps::layer_forward(int layer_index, bool materialized) 
     for (OpSpec& op : ops) op.saved = 0;
     ops.front().saved = checkpoint_bytes();
   }
+  // torchtitan's op-level checkpointing (its _apply_op_sac policy): the outputs of the fused
+  // attention (and its log-sum-exp) and of every second matmul are saved, nothing else but the
+  // layer's input.
+  if (recompute == Recompute::selective_op) {
+    for (OpSpec& op : ops) {
+      op.input_saved = 0;
+      op.saved = op.kind == OpKind::flash_attention ? e() * T * o_n + 4 * b * heads * (s / plan_.cp)
+                 : op.comm == CommKind::none && op.m > 0 && weight_gemm(op.kind)
+                     ? e() * op.m * static_cast<double>(op.n) * std::max(1, op.batch) / 2
+                     : 0;
+    }
+    ops.front().saved += checkpoint_bytes();
+  }
   overlap_tp_with_gemms(ops);
   return ops;
 }
@@ -233,6 +246,25 @@ std::vector<OpSpec> LayerOps::module_reruns(const std::vector<OpSpec>& layer) co
     if (op.input_from != RecomputeModule::none && plan_.recomputes(op.input_from)) regenerated += op.input_saved;
   }
   if (!out.empty()) out.front().saved = regenerated;
+  return out;
+}
+
+std::vector<OpSpec> LayerOps::op_checkpoint_reruns(const std::vector<OpSpec>& layer, double kept) const {
+  std::vector<OpSpec> out;
+  double needed = 0;
+  for (const OpSpec& op : layer) {
+    needed += op.saved;
+    if (op.comm != CommKind::none || op.kind == OpKind::flash_attention) continue;
+    OpSpec rerun = op;
+    rerun.saved = 0;
+    if (op.m > 0 && weight_gemm(op.kind)) {
+      rerun.n = std::max(1, op.n / 2);
+      rerun.flops /= 2;
+      rerun.bytes /= 2;
+    }
+    out.push_back(rerun);
+  }
+  if (!out.empty()) out.front().saved = std::max(0.0, needed - kept);
   return out;
 }
 

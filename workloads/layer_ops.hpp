@@ -41,6 +41,11 @@ class LayerOps {
   // pass, from the materialized layer; the first keeps what they give back until the backward
   // kernels that read it are done.
   std::vector<OpSpec> module_reruns(const std::vector<OpSpec>& layer) const;
+  // torchtitan's op-level selective checkpointing: what the layer reruns before its backward pass,
+  // from the materialized layer: every compute op but the fused attention, each weight GEMM at half
+  // its width (every second matmul: half of their FLOPs). The first keeps what the backward needs
+  // beyond `kept` (what the forward kept) until the layer's backward is done.
+  std::vector<OpSpec> op_checkpoint_reruns(const std::vector<OpSpec>& layer, double kept) const;
   // Reversed, with backward kernels (GEMMs: input and weight gradients, twice the FLOPs), the
   // conjugate TP collectives and the MoE all-to-alls again. With parallel.tp_overlap a
   // column-parallel GEMM's backward is its two GEMMs with the TP communication overlapping them.

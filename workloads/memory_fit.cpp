@@ -88,6 +88,8 @@ struct ChunkMemory {
 double recomputed_bytes(const ParallelPlan& p, const LayerOps& ops, int l) {
   const std::vector<OpSpec> materialized = ops.layer_forward(l, true);
   if (p.layer_recompute(l) == Recompute::full) return kept(materialized);
+  if (p.layer_recompute(l) == Recompute::selective_op)
+    return kept(ops.op_checkpoint_reruns(materialized, kept(ops.layer_forward(l))));
   if (p.recompute == Recompute::selective)
     return kept(ops.module_reruns(materialized)) +
            (p.attention == Attention::standard ? kept(ops.attention_core(materialized)) : 0);

@@ -18,7 +18,8 @@ Recompute parse_recompute(std::string_view text, std::string_view key) {
   if (text == "none") return Recompute::none;
   if (text == "selective") return Recompute::selective;
   if (text == "full") return Recompute::full;
-  throw InputError(fmt::format("{} = '{}': valid values are none, selective, full", key, text));
+  if (text == "selective_op") return Recompute::selective_op;
+  throw InputError(fmt::format("{} = '{}': valid values are none, selective, full, selective_op", key, text));
 }
 
 namespace {
@@ -108,7 +109,10 @@ Recompute ParallelPlan::layer_recompute(int layer) const {
 }
 
 std::string_view recompute_name(Recompute r) {
-  return r == Recompute::none ? "none" : r == Recompute::selective ? "selective" : "full";
+  return r == Recompute::none        ? "none"
+         : r == Recompute::selective ? "selective"
+         : r == Recompute::full      ? "full"
+                                     : "selective_op";
 }
 std::string_view schedule_name(Schedule s) {
   return s == Schedule::one_f_one_b   ? "1f1b"
@@ -479,6 +483,9 @@ void validate_plan(ParallelPlan& plan, const ModelShape& model, int num_gpus) {
   if (plan.recompute_num_layers < 0)
     throw InputError(fmt::format("training.recompute_num_layers = {}: must be >= 0 (0: every layer)",
                                  plan.recompute_num_layers));
+  if (plan.recompute == Recompute::selective_op && !fused_attention(plan.attention))
+    throw InputError("training.recompute = selective_op keeps the fused attention's output (torchtitan's op-level "
+                     "checkpointing saves the SDPA kernel's); set training.attention = flash");
   if (plan.recompute_num_layers > 0 && plan.recompute != Recompute::full)
     throw InputError(fmt::format("training.recompute_num_layers = {}: it limits full recomputation to the first layers "
                                  "of each stage; set training.recompute = full (it is {})",

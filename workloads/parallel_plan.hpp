@@ -16,8 +16,11 @@
 namespace dtsim {
 
 // selective: the attention core (scores, softmax, dropout, context) is recomputed in the
-// backward pass instead of stored (Korthikanti et al. 2022); full: only each layer's input is kept.
-enum class Recompute { none, selective, full };
+// backward pass instead of stored (Korthikanti et al. 2022); full: only each layer's input is kept;
+// selective_op: torchtitan's op-level selective checkpointing (_apply_op_sac): each layer keeps its
+// input, the fused attention's output and every second matmul's output, and reruns the rest of its
+// forward (norms, rotary, activations, the other matmuls) before its backward.
+enum class Recompute { none, selective, full, selective_op };
 // What selective recomputation reruns (Megatron-Core's --recompute-modules): core_attn, the
 // unfused attention core; layernorm, the norms before the attention and the MLP (their outputs,
 // the GEMMs' inputs, are not kept); mla_up_proj, MLA's query and key/value up-projections (the

@@ -273,6 +273,11 @@ class StageBuilder {
       prev = chain({bwd.begin(), split}, Phase::backward, l, mb, prev, gathered);
       prev = chain(core, Phase::recompute, l, mb, prev);
       prev = chain({split, bwd.end()}, Phase::backward, l, mb, prev);
+    } else if (plan_.layer_recompute(l) == Recompute::selective_op) {
+      const std::vector<OpSpec> reruns = ops_.op_checkpoint_reruns(materialized, kept(fwd));
+      prev = chain(reruns, Phase::recompute, l, mb, prev, std::exchange(gathered, -1));
+      freed += kept(reruns);
+      prev = chain(bwd, Phase::backward, l, mb, prev, gathered);
     } else {
       const std::vector<OpSpec> reruns = plan_.recompute == Recompute::selective ? ops_.module_reruns(materialized)
                                                                               : std::vector<OpSpec>{};

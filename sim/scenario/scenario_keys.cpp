@@ -62,7 +62,8 @@ constexpr Key kKeys[] = {
     {"training.precision", "bf16",
      "fp32 | tf32 | fp16 | bf16 | fp8 (= fp8_delayed) | fp8_delayed | fp8_current | fp8_blockwise | mxfp8 | nvfp4 "
      "(Transformer Engine's recipes: the linear layers' GEMMs in FP8 or FP4)"},
-    {"training.recompute", "full", "activation recomputation: none | selective (attention core) | full"},
+    {"training.recompute", "full",
+     "activation recomputation: none | selective (attention core) | full | selective_op (torchtitan's op-level selective checkpointing, _apply_op_sac: each layer keeps its input, the fused attention's output and every second matmul's output, and reruns the rest of its forward, the other matmuls at half of their FLOPs, before its backward; needs fused attention)"},
     {"training.recompute_modules", "core_attn",
      "what training.recompute = selective reruns, comma-separated (Megatron-Core's --recompute-modules): core_attn (the unfused attention core), layernorm (the norms before the attention and the MLP: the GEMMs after them do not keep their inputs), mla_up_proj (MLA's up-projections: the attention does not keep Q, K, V), moe_act (the routed experts' activation: their second GEMM does not keep its input). DeepSeek-V3 recomputes layernorm and mla_up_proj. The modules other than core_attn rerun at the start of each layer's backward pass"},
     {"training.recompute_num_layers", "0",

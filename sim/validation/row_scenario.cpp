@@ -52,6 +52,7 @@ int zero_stage_of(const std::string& text) {
 }
 
 std::string recompute_of(const std::string& text) {
+  if (contains(text, "selective op")) return "selective_op";  // torchtitan's op-level checkpointing
   if (contains(text, "selective")) return "selective";
   if (contains(text, "full")) return "full";
   return "none";
