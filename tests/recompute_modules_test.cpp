@@ -152,12 +152,12 @@ TEST_CASE("full recomputation of the first N layers of each stage reruns those l
 TEST_CASE("torchtitan's op-level checkpointing reruns the layer but its attention, half of the matmul FLOPs",
           "[recompute][fit]") {
   // Llama 3 8B on 4 layers, eager torchtitan: the layer keeps its input, the attention's output and
-  // half of the matmul outputs; before its backward it reruns the rest of its forward. ZeRO-1: fit
-  // allows two FSDP-gathered layers throughout, also at the head's peak, where a run has none.
+  // half of the matmul outputs; before its backward it reruns the rest of its forward. FSDP (the
+  // profile's ZeRO-3): fit counts the gathered layers as the run holds them, none at the head.
   const std::string text =
       "[model]\nname = llama3-8b\nlayers = 4\nseq_len = 4096\n"
       "[training]\nframework = torchtitan\nglobal_batch = 8\nmicro_batch = 1\n"
-      "[parallel]\ntp = 1\npp = 1\ndp = 8\nzero_stage = 1\n"
+      "[parallel]\ntp = 1\npp = 1\ndp = 8\n"
       "[cluster]\ngpu = A100-SXM4-80GB\nnodes = 1\ngpus_per_node = 8\n[output]\ntrace_detail = summary\n";
   const auto run = [&](const char* recompute) {
     Scenario sc = load_scenario_text(text, "op", test::overrides({std::string("--training.recompute=") + recompute}));

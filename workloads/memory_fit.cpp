@@ -67,7 +67,12 @@ struct ChunkMemory {
   std::vector<double> layer, recomputed;  // per layer of the chunk, in forward order
   double embedding = 0, head = 0;         // first chunk of the first stage, last of the last
   std::vector<MtpMemory> mtp;             // after the head, where the chunk holds it
-  double gathered = 0;                    // ZeRO-3: layers' parameters gathered at once
+  double gathered = 0;                    // ZeRO-3: one layer's gathered parameters
+  // FSDP's gathered layers while layer i (forward order) runs (StageBuilder::gather_layer): its own
+  // and the next one's, prefetched, but for the pass's last layer (the first going backward).
+  double gathered_at(std::size_t i, bool forward) const {
+    return (forward ? i + 1 == layer.size() : i == 0) ? gathered : 2 * gathered;
+  }
   // ZB-H1: what each layer's and the head's weight GEMMs read, kept from the backward pass (B)
   // until the weight-gradient pass (W).
   std::vector<double> layer_weights;
@@ -114,8 +119,7 @@ ChunkMemory chunk_memory(const ModelShape& m, const ParallelPlan& p, const Layer
     for (int l = m.layers; l < m.layers + m.mtp_layers; ++l)
       c.mtp.push_back({c.head, kept(ops.layer_forward(l)), kept(ops.mtp_input()), recomputed_bytes(p, ops, l)});
   }
-  // FSDP gathers a layer and prefetches the next: two at once (StageBuilder::gather_layer).
-  if (p.zero_stage >= 3 && p.grad_ranks() > 1) c.gathered = std::min(2, count) * p.weight_bytes * m.params_per_layer() / p.tp;
+  if (p.zero_stage >= 3 && p.grad_ranks() > 1) c.gathered = p.weight_bytes * m.params_per_layer() / p.tp;
   return c;
 }
 
@@ -143,8 +147,11 @@ ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int s
       continue;
     }
     if (pass.forward) {
-      held += c.total(), ++in_flight;
-      consider(held, c.gathered);
+      ++in_flight;
+      double running = held + c.embedding;
+      for (std::size_t i = 0; i < c.layer.size(); ++i) consider(running += c.layer[i], c.gathered_at(i, true));
+      held += c.total();
+      consider(held, c.mtp.empty() ? 0 : c.gathered);  // the head's, and each MTP module's gathered block
       continue;
     }
     double running = held;
@@ -155,7 +162,7 @@ ActivationPeak activation_peak(const ModelShape& m, const ParallelPlan& p, int s
     }
     running -= c.head - c.head_weights;
     for (std::size_t i = c.layer.size(); i-- > 0;) {
-      consider(running + c.recomputed[i], c.gathered);
+      consider(running + c.recomputed[i], c.gathered_at(i, false));
       running -= c.layer[i] - c.layer_weights[i];
     }
     held -= c.total() - c.weights_total(), --in_flight;
