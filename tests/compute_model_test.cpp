@@ -72,6 +72,15 @@ TEST_CASE("dropout's forward streams at the Philox kernel's rate and its backwar
   CHECK(seconds(a100, s, bwd) == Approx(s.bytes[bwd] / stream + kLaunch).epsilon(1e-6));
 }
 
+TEST_CASE("an empty GEMM takes no time, not NaN", "[compute]") {
+  // A dimension of 0 (an LM head split over more TP ranks than vocabulary rows) gives efficiency
+  // 0; the GEMM does no work. NaN here became a kernel end of INT64_MIN in the engine.
+  const ComputeModel a100(find_gpu("A100-SXM4-80GB"), Precision::bf16);
+  CHECK(a100.gemm_seconds(4096, 0, 1024, 1, false) == 0);
+  CHECK(a100.gemm_seconds(0, 4096, 1024, 2, false) == 0);
+  CHECK(a100.gemm_seconds(4096, 4096, 1024, 1, false) > 0);
+}
+
 TEST_CASE("a kernel that starts while a collective is resident runs on the SMs NCCL leaves", "[compute][engine]") {
   // A100: 24 NCCL channels of 108 SMs; RTX 4090 on PCIe: 2 of 128.
   CHECK(ComputeModel(find_gpu("A100-SXM4-80GB"), Precision::bf16).comm_overlap_slowdown() == Approx(108.0 / 84));

@@ -110,7 +110,9 @@ double ComputeModel::gemm_efficiency(double m, double n, double k, double batch)
 
 double ComputeModel::gemm_seconds(double m, double n, double k, double batch, bool low_precision) const {
   const MatmulRate& rate = low_precision ? run_ : other_;
-  return 2 * m * n * k * batch / (rate.peak * efficiency(rate, m, n, k, batch));
+  const double flops = 2 * m * n * k * batch;
+  // An empty GEMM (a dimension of 0) does no work; its efficiency is 0, and 0 / 0 is no time.
+  return flops == 0 ? 0 : flops / (rate.peak * efficiency(rate, m, n, k, batch));
 }
 
 bool ComputeModel::low_precision_gemm(OpKind kind) const {
