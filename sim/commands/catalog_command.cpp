@@ -88,7 +88,7 @@ void print_links() {
                              f.bytes_per_s > 0 ? fmt::format("{:.2f}", f.bytes_per_s / 1e9) : std::string("-"),
                              f.latency_ns, achievable_fraction(f.kind), f.rate, f.source);
   std::cout << "(achievable: the fraction of the wire rate collectives reach, calibrated in sim/network/comm_model.cpp on "
-               "shared/validation/collectives.csv)\n";
+               "shared/validation/collectives.csv; Omni-Path on BigScience's all-reduce benchmark on Jean Zay)\n";
 }
 
 // Each profile: its title and summary, then each key it sets with the value and the source.

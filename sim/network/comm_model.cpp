@@ -25,8 +25,13 @@ double achievable_fraction(LinkKind kind) {
     case LinkKind::pcie6: return 0.80;     // H200 H2D 55.4 of 63 GB/s (0.88) less NCCL protocol cost
     case LinkKind::upi: return 0.60;       // NCCL falls back to host-memory copies across sockets
     case LinkKind::infiniband:
-    case LinkKind::omnipath:
     case LinkKind::ethernet: return 0.95;  // ib_write_bw 96.9 % (MLENG); 4x8 B200 over 8x400G EFA: 381.8 GB/s bus = 0.95 per NIC
+    // NCCL over Omni-Path's verbs (hfi1, no GPUDirect RDMA, no network plugin): BigScience's
+    // all_reduce_bench on Jean Zay's A100 nodes, 4 x 8 GPUs, NCCL 2.10.3 (bigscience
+    // experiments/bandwidth/all_reduce_bench-a100-n4.txt, Jan 2022): bus bandwidth 40.5 Gb/s, and
+    // both of NCCL's rings leave each node through NIC 3 and enter through NIC 1 ("Channel 00/01
+    // ... via NET/IB/3", "NET/IB/1"), so one NIC carried 40.5 of its 100 Gb/s each way.
+    case LinkKind::omnipath: return 0.405;
   }
   return 1.0;
 }
