@@ -17,6 +17,7 @@ FlowNetwork::FlowNetwork(std::vector<double> link_bytes_per_s)
       link_dirty_(link_bytes_per_s.size(), 0),
       link_seen_(link_bytes_per_s.size(), 0),
       residual_(link_bytes_per_s.size(), 0.0),
+      pushed_share_(link_bytes_per_s.size(), 0.0),
       unfixed_(link_bytes_per_s.size(), 0),
       link_pos_(link_bytes_per_s.size(), 0) {
   for (std::size_t l = 0; l < links_.size(); ++l) links_[l].capacity = link_bytes_per_s[l];
@@ -242,8 +243,11 @@ void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
 
 // Progressive filling: repeatedly the link with the smallest fair share residual / unfixed flows
 // (the first in `links` order among equal shares) fixes its unfixed flows at that share. Shares
-// sit in a lazy min-heap of (share, position in `links`); an entry whose share is no longer the
-// link's current one is skipped, so each fixed flow costs O(links on its route * log).
+// sit in a lazy min-heap of (share, position in `links`). Fixing flows at the least share s never
+// lowers another link's share ((r - s) / (u - 1) >= r / u when s <= r / u), so a link keeps one
+// entry whose key is at most its share, re-pushed with the current share when it surfaces stale:
+// the entry that surfaces current is the least (share, position), as if every change were
+// pushed. A share that rounding lowers below its entry's key is pushed at once.
 void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& links) {
   if (flows.size() <= 1) return fill_single(flows, links);
   heap_.clear();
@@ -252,7 +256,10 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
     residual_[l] = links_[l].capacity;
     unfixed_[l] = links_[l].crossings;
     link_pos_[l] = static_cast<int>(i);
-    if (unfixed_[l] > 0) heap_.emplace_back(residual_[l] / unfixed_[l], static_cast<int>(i));
+    if (unfixed_[l] > 0) {
+      pushed_share_[l] = residual_[l] / unfixed_[l];
+      heap_.emplace_back(pushed_share_[l], static_cast<int>(i));
+    }
   }
   for (std::size_t i = 0; i < flows.size(); ++i)
     if (bound_[i] < std::numeric_limits<double>::infinity()) heap_.emplace_back(bound_[i], -1 - static_cast<int>(i));
@@ -268,8 +275,9 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
       // Each crossing takes the share (as k flows would, one subtraction each).
       for (int k = 0; k < h.crossings; ++k) residual_[l] = std::max(0.0, residual_[l] - share);
       unfixed_[l] -= h.crossings;
-      if (l != best && unfixed_[l] > 0) {
-        heap_.emplace_back(residual_[l] / unfixed_[l], link_pos_[l]);
+      if (l != best && unfixed_[l] > 0 && residual_[l] / unfixed_[l] < pushed_share_[l]) {
+        pushed_share_[l] = residual_[l] / unfixed_[l];
+        heap_.emplace_back(pushed_share_[l], link_pos_[l]);
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
       }
     }
@@ -285,7 +293,13 @@ void FlowNetwork::fill(const std::vector<int>& flows, const std::vector<int>& li
       continue;
     }
     const int best = links[pos];
-    if (unfixed_[best] == 0 || residual_[best] / unfixed_[best] != share) continue;  // stale entry
+    if (unfixed_[best] == 0 || share != pushed_share_[best]) continue;  // done, or superseded
+    if (const double now_share = residual_[best] / unfixed_[best]; now_share != share) {
+      pushed_share_[best] = now_share;  // stale: back in at its share
+      heap_.emplace_back(now_share, pos);
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      continue;
+    }
     for (const auto& [f, hop] : links_[best].flows)
       if (!fixed_[f]) fix(f, share, best);
   }

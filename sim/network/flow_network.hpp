@@ -130,6 +130,7 @@ class FlowNetwork {
   std::vector<int> comp_links_;
   std::vector<int> comp_flows_;
   std::vector<double> residual_;
+  std::vector<double> pushed_share_;  // per link: the key of its live entry in heap_ (fill)
   std::vector<int> unfixed_;
   std::vector<char> fixed_;
   std::vector<int> link_pos_;                   // link -> its position in the component's links
