@@ -232,3 +232,50 @@ TEST_CASE("a NIC between its GPU and its switch passes traffic on: one chain, it
   for (int id = 0; id < g.num_links(); ++id)
     if (!crossed[id]) CHECK(net.link_bytes(id) == 0);
 }
+
+TEST_CASE("a non-blocking fat tree's leaf uplinks never bind; NIC ports, NVLink and tapered uplinks do",
+          "[topology][comm]") {
+  // 8 nodes of 8 GPUs with 8 NICs each: 64 NIC ports, two leaves of 32, one spine vertex.
+  ClusterConfig c;
+  c.nodes = 8;
+  c.gpus_per_node = 8;
+  c.nics_per_node = 8;
+  c.nic_gbps = 400;
+  for (double taper : {1.0, 2.0}) {
+    CAPTURE(taper);
+    c.oversubscription = taper;
+    const ClusterGraph g = build_cluster(c);
+    const Router router(g);
+    const Transfers net(g, router);
+    int uplinks = 0;
+    for (int id = 0; id < g.num_links(); ++id) {
+      const std::string from = g.device(g.link_source(id)).name, to = g.device(g.link_target(id)).name;
+      CAPTURE(from, to);
+      const bool leaf_spine = (from.rfind("leaf", 0) == 0 && to.rfind("spine", 0) == 0) ||
+                              (from.rfind("spine", 0) == 0 && to.rfind("leaf", 0) == 0);
+      uplinks += leaf_spine;
+      CHECK(net.never_binds(id) == (leaf_spine && taper == 1.0));
+    }
+    CHECK(uplinks == 4);
+  }
+  // The rates stay max-min fair: the first GPUs of two nodes on leaf 0 send to one GPU on leaf 1
+  // and share the chain into it (its NIC port in series with the NIC's PCIe link, bounded by
+  // nothing but itself); a third send, on another rail, has its links alone.
+  c.oversubscription = 1.0;
+  const ClusterGraph g = build_cluster(c);
+  const Router router(g);
+  Transfers net(g, router);
+  double slowest = std::numeric_limits<double>::infinity();  // the same on all three routes
+  for (int id : router.route(0, 32).links)
+    slowest = std::min(slowest, g.link(id).bytes_per_s * achievable_fraction(g.link(id).kind));
+  const double bytes = 1e9;
+  net.start(0, {HopFlow{0, 32, bytes}}, TimeNs{0}, 0);
+  net.start(0, {HopFlow{8, 32, bytes}}, TimeNs{0}, 1);
+  net.start(0, {HopFlow{1, 33, bytes}}, TimeNs{0}, 2);
+  std::vector<FinishedTransfer> done;
+  while (done.size() < 3) net.collect(std::max<TimeNs>(net.next_event(), 0), done);
+  for (const FinishedTransfer& f : done) {
+    CAPTURE(f.tag);
+    CHECK(ns_to_seconds(f.end_ns) == Approx((f.tag == 2 ? 1 : 2) * bytes / slowest).epsilon(1e-6));
+  }
+}

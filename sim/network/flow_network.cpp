@@ -235,7 +235,7 @@ void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
   for (int f : flows)
     for (const Hop& h : flows_[f].hops)
       if (LinkState& link = links_[h.link];
-          !link.coupling && link.flows.size() > 1 && link.load > link.capacity * (1 - 1e-9)) {
+          !link.coupling && link.can_bind && link.flows.size() > 1 && link.load > link.capacity * (1 - 1e-9)) {
         link.coupling = true;
         mark_dirty(h.link);
       }

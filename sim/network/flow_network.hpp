@@ -37,6 +37,11 @@ class FlowNetwork {
   // order.
   void collect_finished(std::vector<int>& done);
   double capacity(int link) const { return links_[link].capacity; }  // bytes/s
+  // Declares that the rates of the link's flows can never sum past its capacity (their routes
+  // enter it only through links of no more capacity in all, Transfers): it never couples flows
+  // into a component, only caps each at its capacity. Same allocation, smaller components.
+  void never_binds(int link) { links_[link].can_bind = false; }
+  bool can_bind(int link) const { return links_[link].can_bind; }
   int num_links() const { return static_cast<int>(links_.size()); }
   double rate(int flow) const;       // bytes/s after the last solve
   double remaining(int flow) const;  // bytes left
@@ -90,6 +95,7 @@ class FlowNetwork {
     TimeNs busy_since = 0;  // start of the open busy interval (the link has flows)
     int crossings = 0;      // its flows' crossings in all
     bool coupling = false;  // couples its flows in solves (else relaxed)
+    bool can_bind = true;   // false: never_binds()
   };
   std::vector<LinkState> links_;
   // What a relaxed link caps each of its flows at: its capacity, or, carrying a single flow, that

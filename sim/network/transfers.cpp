@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 
 #include "sim/network/comm_model.hpp"
 
@@ -83,6 +84,65 @@ std::vector<VertexId> entered(const ClusterGraph& cluster, const std::vector<std
 std::vector<double> chain_capacities(std::vector<double> caps, const std::vector<int>& series) {
   for (std::size_t l = 0; l < caps.size(); ++l) caps[series[l]] = std::min(caps[series[l]], caps[l]);
   return caps;
+}
+
+// The chains (by root network link) whose flows' rates can never sum past the chain's capacity
+// (FlowNetwork::never_binds): a link u -> v where u is no GPU (no route starts there) and the
+// links into u from elsewhere than v bring in no more than the chain's capacity, or where v is no
+// GPU (no route ends there) and the links out of v to elsewhere than u take out no more. Every
+// crossing of the link follows a crossing of one of those (routes are simple paths, several hops
+// of a chain flow meet only at GPUs), so their loads bound its load, and their capacities do when
+// they hold them: links of other chains, themselves no such link (a link cannot vouch for itself,
+// nor two for each other). A non-blocking fat tree's leaf uplinks and downlinks are such links;
+// coupling flows through them, a solve spans every EP group under a leaf.
+template <class Local>
+std::vector<int> never_binding_chains(const ClusterGraph& cluster, const std::vector<int>& series,
+                                      const std::vector<double>& chain_caps, Local&& local) {
+  const Graph& g = cluster.graph();
+  const auto chain_of = [&](int id) {
+    const int l = local(id);
+    return l < 0 ? -1 : series[l];
+  };
+  // The links on one side of link `id` (into its source, or out of its target) that bound it, or
+  // none when that side cannot: a GPU's, or one holding a link of the same chain.
+  const auto side = [&](int id, bool into_source, std::vector<int>& out) {
+    out.clear();
+    const VertexId u = cluster.link_source(id), v = cluster.link_target(id);
+    const VertexId at = into_source ? u : v, other = into_source ? v : u;
+    if (g[at].kind == DeviceKind::gpu) return false;
+    const auto add = [&](Graph::edge_descriptor e, VertexId far) {
+      if (far == other) return true;
+      if (chain_of(g[e].id) == chain_of(id)) return false;
+      out.push_back(g[e].id);
+      return true;
+    };
+    if (into_source) {
+      for (auto [e, end] = boost::in_edges(at, g); e != end; ++e)
+        if (!add(*e, boost::source(*e, g))) return false;
+    } else {
+      for (auto [e, end] = boost::out_edges(at, g); e != end; ++e)
+        if (!add(*e, boost::target(*e, g))) return false;
+    }
+    double total = 0;
+    for (int e : out) total += effective_capacity(cluster, e);
+    return total <= chain_caps[chain_of(id)] * (1 + 1e-12);
+  };
+  std::vector<char> candidate(chain_caps.size(), 0);
+  std::vector<int> bounding;
+  for (int id = 0; id < cluster.num_links(); ++id)
+    if (chain_of(id) >= 0 && (side(id, true, bounding) || side(id, false, bounding))) candidate[chain_of(id)] = 1;
+  const auto vouched = [&](int id, bool into_source) {
+    if (!side(id, into_source, bounding)) return false;
+    for (int e : bounding)
+      if (const int c = chain_of(e); c >= 0 && candidate[c]) return false;
+    return true;
+  };
+  std::vector<int> chains;
+  for (int id = 0; id < cluster.num_links(); ++id)
+    if (chain_of(id) >= 0 && (vouched(id, true) || vouched(id, false))) chains.push_back(chain_of(id));
+  std::sort(chains.begin(), chains.end());
+  chains.erase(std::unique(chains.begin(), chains.end()), chains.end());
+  return chains;
 }
 }  // namespace
 
@@ -245,14 +305,25 @@ void lower_collective(CommKind kind, double bytes, const RingSet& rings, const C
 Transfers::Transfers(const ClusterGraph& graph, const Router& router)
     : router_(router),
       series_(series_chains(graph, graph.num_links(), entered(graph, {}), [](int link) { return link; })),
-      net_(chain_capacities(effective_capacities(graph), series_)) {}
+      net_(chain_capacities(effective_capacities(graph), series_)) {
+  mark_never_binding(graph);
+}
 
 Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vector<int> links)
     : router_(router),
       local_of_(local_ids(std::move(links))),
       series_(series_chains(graph, static_cast<int>(local_of_.size()), entered(graph, local_of_),
                             [this](int link) { return find_local(link); })),
-      net_(chain_capacities(capacities_of(graph, local_of_), series_)) {}
+      net_(chain_capacities(capacities_of(graph, local_of_), series_)) {
+  mark_never_binding(graph);
+}
+
+void Transfers::mark_never_binding(const ClusterGraph& graph) {
+  std::vector<double> caps(net_.num_links());
+  for (int l = 0; l < net_.num_links(); ++l) caps[l] = net_.capacity(l);
+  for (int chain : never_binding_chains(graph, series_, caps, [this](int link) { return find_local(link); }))
+    net_.never_binds(chain);
+}
 
 int Transfers::find_local(int link) const {
   if (local_of_.empty()) return link;

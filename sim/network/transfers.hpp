@@ -89,6 +89,10 @@ class Transfers {
     return lone_ ? lone_busy_s_[local(link)] : net_.link_busy_seconds(series_[local(link)]);
   }
 
+  // Whether the link's flows can never sum past its capacity, so it couples none of them in the
+  // flow network's solves (never_binding_chains in transfers.cpp).
+  bool never_binds(int link) const { return !net_.can_bind(series_[local(link)]); }
+
   static constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
  private:
@@ -104,6 +108,8 @@ class Transfers {
   // The flow network's index of graph link `link` (the same when this Transfers has every link):
   // -1 when it does not carry the link; local() throws then.
   int find_local(int link) const;
+  // Tells net_ which of its links can never bind (never_binding_chains in transfers.cpp).
+  void mark_never_binding(const ClusterGraph& graph);
   int local(int link) const;
   // Adds the flows of the transfer's current phase at `now`.
   void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
