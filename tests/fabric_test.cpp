@@ -278,4 +278,19 @@ TEST_CASE("a non-blocking fat tree's leaf uplinks never bind; NIC ports, NVLink 
     CAPTURE(f.tag);
     CHECK(ns_to_seconds(f.end_ns) == Approx((f.tag == 2 ? 1 : 2) * bytes / slowest).epsilon(1e-6));
   }
+  // The links that never bind still count what crossed them: leaf 0's uplink and leaf 1's
+  // downlink carried all three sends, busy until the last ended; leaf 1's uplink carried none.
+  const auto link_between = [&](const std::string& from, const std::string& to) {
+    for (int id = 0; id < g.num_links(); ++id)
+      if (g.device(g.link_source(id)).name == from && g.device(g.link_target(id)).name == to) return id;
+    FAIL("no link " << from << " -> " << to);
+    return -1;
+  };
+  for (const int id : {link_between("leaf0", "spine0"), link_between("spine0", "leaf1")}) {
+    REQUIRE(net.never_binds(id));
+    CHECK(net.link_bytes(id) == Approx(3 * bytes));
+    CHECK(net.link_busy_seconds(id) == Approx(2 * bytes / slowest).epsilon(1e-6));
+  }
+  CHECK(net.link_bytes(link_between("leaf1", "spine0")) == 0);
+  CHECK(net.link_busy_seconds(link_between("leaf1", "spine0")) == 0);
 }

@@ -144,6 +144,7 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
   f.active = true;
   ++active_;
   f.hops.clear();
+  f.passive.clear();
   if (links.empty() || bytes <= 0) {
     f.remaining = 0;  // finishes at once; occupies no link
     schedule(id);
@@ -160,13 +161,16 @@ int FlowNetwork::add_flow(std::span<const int> links, double bytes, TimeNs now) 
     const int l = links[i];
     assert(l >= 0 && l < num_links());
     LinkState& link = links_[l];
-    ++link.crossings;
+    if (link.crossings++ == 0) link.busy_since = now_;
+    if (!link.can_bind) {
+      f.passive.push_back(l);
+      continue;
+    }
     if (hop_of_link_[l] >= 0) {  // crossed again
       ++f.hops[hop_of_link_[l]].crossings;
       continue;
     }
     hop_of_link_[l] = static_cast<int>(f.hops.size());
-    if (link.flows.empty()) link.busy_since = now_;
     f.hops.push_back(Hop{l, 1, static_cast<int>(link.flows.size())});
     link.flows.emplace_back(id, hop_of_link_[l]);
     if (link.coupling) mark_dirty(l);
@@ -235,7 +239,7 @@ void FlowNetwork::couple_overfilled(const std::vector<int>& flows) {
   for (int f : flows)
     for (const Hop& h : flows_[f].hops)
       if (LinkState& link = links_[h.link];
-          !link.coupling && link.can_bind && link.flows.size() > 1 && link.load > link.capacity * (1 - 1e-9)) {
+          !link.coupling && link.flows.size() > 1 && link.load > link.capacity * (1 - 1e-9)) {
         link.coupling = true;
         mark_dirty(h.link);
       }
@@ -385,6 +389,11 @@ void FlowNetwork::remove_flow(int id) {
       link.load = 0;
     }
   }
+  for (int l : f.passive) {
+    LinkState& link = links_[l];
+    link.bytes += f.size;
+    if (--link.crossings == 0) link_busy_s_[l] += ns_to_seconds(now_ - link.busy_since);
+  }
   f.active = false;
   f.rate = 0;
   f.remaining = 0;
@@ -409,7 +418,7 @@ double FlowNetwork::remaining(int flow) const { return remaining_now(flows_.at(f
 int FlowNetwork::active_flows() const { return active_; }
 double FlowNetwork::link_bytes(int link) const { return links_.at(link).bytes; }
 double FlowNetwork::link_busy_seconds(int link) const {
-  const double open = links_.at(link).flows.empty() ? 0.0 : ns_to_seconds(now_ - links_[link].busy_since);
+  const double open = links_.at(link).crossings == 0 ? 0.0 : ns_to_seconds(now_ - links_[link].busy_since);
   return link_busy_s_[link] + open;
 }
 

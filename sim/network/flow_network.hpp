@@ -38,8 +38,9 @@ class FlowNetwork {
   void collect_finished(std::vector<int>& done);
   double capacity(int link) const { return links_[link].capacity; }  // bytes/s
   // Declares that the rates of the link's flows can never sum past its capacity (their routes
-  // enter it only through links of no more capacity in all, Transfers): it never couples flows
-  // into a component, only caps each at its capacity. Same allocation, smaller components.
+  // enter it only through links of no more capacity in all, Transfers): it takes no part in the
+  // solves, only counts its flows' bytes and busy time. Same allocation, smaller components, and
+  // nothing per flow to keep on the link. Call before the link's first flow.
   void never_binds(int link) { links_[link].can_bind = false; }
   bool can_bind(int link) const { return links_[link].can_bind; }
   int num_links() const { return static_cast<int>(links_.size()); }
@@ -59,7 +60,10 @@ class FlowNetwork {
     int slot;  // its entry's index in links_[link].flows
   };
   struct Flow {
-    std::vector<Hop> hops;  // in first-crossing order; capacity kept when the id is reused
+    std::vector<Hop> hops;  // links that can bind, in first-crossing order; capacity kept when the id is reused
+    // Each crossing of a link that never binds (never_binds): it only counts the flow's bytes and
+    // busy time, so the flow joins no list of it and its rate no load.
+    std::vector<int> passive;
     double size = 0;
     double remaining = 0;  // as of `updated_at`
     double rate = 0;
@@ -93,7 +97,7 @@ class FlowNetwork {
     double load = 0;      // sum of its flows' rates, once per crossing
     double bytes = 0;     // carried, once per crossing
     TimeNs busy_since = 0;  // start of the open busy interval (the link has flows)
-    int crossings = 0;      // its flows' crossings in all
+    int crossings = 0;      // its flows' crossings in all (busy while > 0)
     bool coupling = false;  // couples its flows in solves (else relaxed)
     bool can_bind = true;   // false: never_binds()
   };
