@@ -5,6 +5,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <unordered_map>
 
 #include "sim/network/comm_model.hpp"
 
@@ -96,50 +97,78 @@ std::vector<double> chain_capacities(std::vector<double> caps, const std::vector
 // nor two for each other). A non-blocking fat tree's leaf uplinks and downlinks are such links;
 // coupling flows through them, a solve spans every EP group under a leaf.
 template <class Local>
-std::vector<int> never_binding_chains(const ClusterGraph& cluster, const std::vector<int>& series,
-                                      const std::vector<double>& chain_caps, Local&& local) {
+std::vector<int> never_binding_chains(const ClusterGraph& cluster, const std::vector<int>& links,
+                                      const std::vector<int>& series, const std::vector<double>& chain_caps,
+                                      Local&& local) {
   const Graph& g = cluster.graph();
   const auto chain_of = [&](int id) {
     const int l = local(id);
     return l < 0 ? -1 : series[l];
   };
-  // The links on one side of link `id` (into its source, or out of its target) that bound it, or
-  // none when that side cannot: a GPU's, or one holding a link of the same chain.
-  const auto side = [&](int id, bool into_source, std::vector<int>& out) {
-    out.clear();
+  // Capacity into and out of each vertex looked at, and between two vertices (one way).
+  std::unordered_map<VertexId, double> into, out_of;
+  const auto total = [&](std::unordered_map<VertexId, double>& memo, VertexId at, bool in) {
+    const auto [it, added] = memo.try_emplace(at, 0.0);
+    if (added) {
+      if (in)
+        for (auto [e, end] = boost::in_edges(at, g); e != end; ++e) it->second += effective_capacity(cluster, g[*e].id);
+      else
+        for (auto [e, end] = boost::out_edges(at, g); e != end; ++e) it->second += effective_capacity(cluster, g[*e].id);
+    }
+    return it->second;
+  };
+  const auto between = [&](VertexId from, VertexId to) {
+    double sum = 0;
+    if (boost::out_degree(from, g) <= boost::in_degree(to, g)) {
+      for (auto [e, end] = boost::out_edges(from, g); e != end; ++e)
+        if (boost::target(*e, g) == to) sum += effective_capacity(cluster, g[*e].id);
+    } else {
+      for (auto [e, end] = boost::in_edges(to, g); e != end; ++e)
+        if (boost::source(*e, g) == from) sum += effective_capacity(cluster, g[*e].id);
+    }
+    return sum;
+  };
+  // The links on one side of link `id`: into its source from elsewhere than its target, or out
+  // of its target to elsewhere than its source.
+  const auto for_side = [&](int id, bool into_source, auto&& fn) {
+    const VertexId u = cluster.link_source(id), v = cluster.link_target(id);
+    if (into_source) {
+      for (auto [e, end] = boost::in_edges(u, g); e != end; ++e)
+        if (boost::source(*e, g) != v) fn(g[*e].id);
+    } else {
+      for (auto [e, end] = boost::out_edges(v, g); e != end; ++e)
+        if (boost::target(*e, g) != u) fn(g[*e].id);
+    }
+  };
+  // Whether that side bounds the link: not a GPU's, no more capacity than the chain's, and no
+  // link of the same chain (which only a pass-through vertex, two links each way, can hold).
+  const auto bounds = [&](int id, bool into_source) {
     const VertexId u = cluster.link_source(id), v = cluster.link_target(id);
     const VertexId at = into_source ? u : v, other = into_source ? v : u;
     if (g[at].kind == DeviceKind::gpu) return false;
-    const auto add = [&](Graph::edge_descriptor e, VertexId far) {
-      if (far == other) return true;
-      if (chain_of(g[e].id) == chain_of(id)) return false;
-      out.push_back(g[e].id);
-      return true;
-    };
-    if (into_source) {
-      for (auto [e, end] = boost::in_edges(at, g); e != end; ++e)
-        if (!add(*e, boost::source(*e, g))) return false;
-    } else {
-      for (auto [e, end] = boost::out_edges(at, g); e != end; ++e)
-        if (!add(*e, boost::target(*e, g))) return false;
-    }
-    double total = 0;
-    for (int e : out) total += effective_capacity(cluster, e);
-    return total <= chain_caps[chain_of(id)] * (1 + 1e-12);
+    const double sum = into_source ? total(into, at, true) - between(other, at) : total(out_of, at, false) - between(at, other);
+    if (sum > chain_caps[chain_of(id)] * (1 + 1e-12)) return false;
+    if (boost::in_degree(at, g) > 2 || boost::out_degree(at, g) > 2) return true;
+    bool same_chain = false;
+    for_side(id, into_source, [&](int e) { same_chain = same_chain || chain_of(e) == chain_of(id); });
+    return !same_chain;
   };
   std::vector<char> candidate(chain_caps.size(), 0);
-  std::vector<int> bounding;
-  for (int id = 0; id < cluster.num_links(); ++id)
-    if (chain_of(id) >= 0 && (side(id, true, bounding) || side(id, false, bounding))) candidate[chain_of(id)] = 1;
+  for (int id : links)
+    if (chain_of(id) >= 0 && (bounds(id, true) || bounds(id, false))) candidate[chain_of(id)] = 1;
   const auto vouched = [&](int id, bool into_source) {
-    if (!side(id, into_source, bounding)) return false;
-    for (int e : bounding)
-      if (const int c = chain_of(e); c >= 0 && candidate[c]) return false;
-    return true;
+    if (!bounds(id, into_source)) return false;
+    bool by_candidate = false;
+    for_side(id, into_source, [&](int e) {
+      const int c = chain_of(e);
+      by_candidate = by_candidate || (c >= 0 && candidate[c]);
+    });
+    return !by_candidate;
   };
   std::vector<int> chains;
-  for (int id = 0; id < cluster.num_links(); ++id)
-    if (chain_of(id) >= 0 && (vouched(id, true) || vouched(id, false))) chains.push_back(chain_of(id));
+  for (int id : links)
+    if (const int c = chain_of(id); c >= 0 && candidate[c] && (vouched(id, true) || vouched(id, false)))
+      chains.push_back(c);
   std::sort(chains.begin(), chains.end());
   chains.erase(std::unique(chains.begin(), chains.end()), chains.end());
   return chains;
@@ -321,7 +350,11 @@ Transfers::Transfers(const ClusterGraph& graph, const Router& router, std::vecto
 void Transfers::mark_never_binding(const ClusterGraph& graph) {
   std::vector<double> caps(net_.num_links());
   for (int l = 0; l < net_.num_links(); ++l) caps[l] = net_.capacity(l);
-  for (int chain : never_binding_chains(graph, series_, caps, [this](int link) { return find_local(link); }))
+  std::vector<int> links;
+  if (local_of_.empty())
+    for (int l = 0; l < graph.num_links(); ++l) links.push_back(l);
+  for (const auto& [link, local] : local_of_) links.push_back(link);
+  for (int chain : never_binding_chains(graph, links, series_, caps, [this](int link) { return find_local(link); }))
     net_.never_binds(chain);
 }
 
