@@ -237,6 +237,42 @@ TEST_CASE("dtsim validate builds rows as scenarios and lists the rest as skipped
   CHECK_THAT(missing.err, Catch::Contains("missing column"));
 }
 
+TEST_CASE("dtsim validate --scenario prints a row's scenario, which dtsim run predicts the same step from", "[cli]") {
+  const std::string header =
+      "run_id,source_id,model,layers,hidden,heads,kv_heads,ffn_hidden,vocab,seq_len,global_batch_seqs,"
+      "micro_batch,num_gpus,gpu_type,nic_gbps,nics_per_node,gpus_per_node,precision,tp,pp,cp,vpp_chunks,"
+      "sequence_parallel,recompute,zero_or_sharding,iter_time_s,framework\n";
+  const std::string csv = write_file(
+      "rows.csv", header + "nemo_tiny,TEST,Llama tiny,4,1024,16,8,2816,32000,512,16,2,8,H100-SXM5-80GB,,8,8,"
+                           "bf16,2,2,1,1,yes,none,none,0.02,NeMo / Megatron-Core\n"
+                           "no_layers,TEST,GPT tiny,,1024,16,,,32000,512,16,2,8,A100-SXM4-80GB,200,8,8,bf16,2,2,1,1,"
+                           "no,full,none,0.01,\n");
+  const Outcome json = run_dtsim("validate " + csv + " --json");
+  REQUIRE(json.status == 0);
+  const Outcome printed = run_dtsim("validate " + csv + " --scenario nemo_tiny");
+  INFO(printed.err);
+  REQUIRE(printed.status == 0);
+  CHECK_THAT(printed.out, Catch::StartsWith("# " + csv + " row nemo_tiny (TEST)"));
+  CHECK_THAT(printed.out, Catch::Contains("measured step 0.02 s (compared on iter_time_s); framework profile megatron-core"));
+  CHECK_THAT(printed.out, Catch::Contains("\n# assumed: nic_gbps") && Catch::Contains("\nattention = cudnn\n"));
+  const Outcome run = run_dtsim("run " + write_file("row.ini", printed.out) + " --json");
+  INFO(run.err);
+  REQUIRE(run.status == 0);
+  const auto number_after = [](const std::string& text, const std::string& key) {
+    const std::size_t at = text.find(key);
+    REQUIRE(at != std::string::npos);
+    return std::stod(text.substr(at + key.size()));
+  };
+  CHECK(number_after(run.out, "\"step_time_s\": ") == Approx(number_after(json.out, "\"predicted_s\": ")).epsilon(1e-9));
+  // An unknown id names the file and the nearest id; a row that cannot be built says why.
+  const Outcome typo = run_dtsim("validate " + csv + " --scenario nemo_tine");
+  CHECK(typo.status == 2);
+  CHECK_THAT(typo.err, Catch::Contains("no run_id 'nemo_tine'") && Catch::Contains("did you mean 'nemo_tiny'"));
+  const Outcome unbuilt = run_dtsim("validate " + csv + " --scenario no_layers");
+  CHECK(unbuilt.status == 2);
+  CHECK_THAT(unbuilt.err, Catch::Contains("row no_layers cannot be simulated"));
+}
+
 TEST_CASE("dtsim catalog lists models gpus and links with sources", "[cli]") {
   const Outcome models = run_dtsim("catalog models");
   REQUIRE(models.status == 0);

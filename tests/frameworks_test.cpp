@@ -173,7 +173,7 @@ TEST_CASE("validate maps a row's framework and model to a profile and a family, 
   CHECK(has(nemo.overrides, "--cluster.nic_gbps=400"));
   CHECK(nemo.row.assumptions.size() == 4);  // GPUs per node, micro-batch, NICs, NIC rate
   const Scenario sc = validation_scenario(nemo, "rows.csv");
-  CHECK(sc.plan.attention == Attention::flash);
+  CHECK(sc.plan.attention == Attention::cudnn);  // Transformer Engine's choice on Hopper
   CHECK(sc.model.ffn == FfnKind::swiglu);
   // A FLOP rate without the rule that counted it is skipped, with the reason.
   CHECK_THAT(cases[1].row.skip_reason, Catch::Contains("tflops_per_gpu without a FLOP-counting rule"));

@@ -101,12 +101,12 @@ TEST_CASE("the sweep section gives axes and zip and the command line replaces an
 }
 
 TEST_CASE("shards split the points so that every point is in exactly one", "[sweep]") {
-  CHECK(shard_points(10, Shard{1, 3}) == std::vector<std::int64_t>{0, 3, 6, 9});
-  CHECK(shard_points(10, Shard{3, 3}) == std::vector<std::int64_t>{2, 5, 8});
-  CHECK(shard_points(2, Shard{4, 4}).empty());
+  CHECK(shard_points(10, SweepShard{1, 3}) == std::vector<std::int64_t>{0, 3, 6, 9});
+  CHECK(shard_points(10, SweepShard{3, 3}) == std::vector<std::int64_t>{2, 5, 8});
+  CHECK(shard_points(2, SweepShard{4, 4}).empty());
   std::vector<int> seen(37, 0);
   for (int k = 1; k <= 5; ++k)
-    for (std::int64_t p : shard_points(37, Shard{k, 5})) ++seen[static_cast<std::size_t>(p)];
+    for (std::int64_t p : shard_points(37, SweepShard{k, 5})) ++seen[static_cast<std::size_t>(p)];
   CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
   CHECK(parse_shard("2/4").index == 2);
   CHECK_THAT(error_of([] { parse_shard("5/4"); }), Catch::Contains("K must be between 1 and 4"));

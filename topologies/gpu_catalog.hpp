@@ -55,6 +55,9 @@ struct GpuSpec {
   // published (0 if unknown): its kernels use Ampere-style MMA, so Hopper reaches far less of
   // its (wgmma) peak than Ampere does.
   double flash_attention_fraction = 0;
+  // cuDNN's fused attention (Transformer Engine's FusedAttention) forward at head dim 128 as a
+  // fraction of the dense BF16 peak, where published (0: the GPU's FlashAttention-2 rate).
+  double cudnn_attention_fraction = 0;
   int sm_count = 0;                    // streaming multiprocessors (tile/wave quantization)
   // The vendor BLAS deals the K iterations of all tiles evenly to the SMs when tiles alone would
   // leave SMs idle (stream-K): cuBLAS on Hopper and newer, seen in tests/validation/h200_kernels.csv.

@@ -36,7 +36,10 @@ std::vector<GpuSpec> make_catalog() {
        .sources = kCsvOnDgxBoard},
       // FlashAttention fractions: A100 forward up to 73 % of peak (Dao 2023, FlashAttention-2,
       // Sec. 4.1); FlashAttention-2 on H100 reaches 35 % (Shah et al. 2024, FlashAttention-3,
-      // Sec. 1).
+      // Sec. 1). Transformer Engine's cuDNN attention, which it prefers on Hopper: 1.59-1.60x
+      // flash-attn over a forward and backward pass on an H100 at head dim 128, causal, 2K and 8K
+      // tokens (TransformerEngine docs/examples/attention/attention.ipynb), so 0.35 x 1.59 = 0.56;
+      // the FlashAttention-3 paper's Fig. 5 has cuDNN at 529 TFLOP/s (0.53), causal, 8K.
       // gpus.csv row "A100-SXM4-40GB"; 108 SMs.
       {.name = "A100-SXM4-40GB", .aliases = {"A100-40GB"}, .form_factor = "SXM4, HGX board of 8",
        .memory_bytes = 40 * kGiB, .hbm_bytes_per_s = 1555 * kGB,
@@ -71,7 +74,7 @@ std::vector<GpuSpec> make_catalog() {
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
        .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 794.5 * kTFLOP,
        .sustained_matmul_bf16_flops = 668.0 * kTFLOP,
-       .measured_matmul_fp8_flops = 1402.6 * kTFLOP, .flash_attention_fraction = 0.35, .sm_count = 132,
+       .measured_matmul_fp8_flops = 1402.6 * kTFLOP, .flash_attention_fraction = 0.35, .cudnn_attention_fraction = 0.56, .sm_count = 132,
        .stream_k_gemm = true, .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .nvlink_domain_gpus = 8, .pcie_gen = 5,
        .tdp_watts = 700,
        .source = "gpus.csv row \"H100-SXM5-80GB\" (H100 datasheet; MAMF measurement)",
@@ -80,7 +83,7 @@ std::vector<GpuSpec> make_catalog() {
       {.name = "H100-PCIe-80GB", .aliases = {"H100 PCIe"}, .form_factor = "PCIe dual-slot, NVLink-bridged pairs",
        .memory_bytes = 80 * kGiB, .hbm_bytes_per_s = 2000 * kGB,
        .fp32_flops = 51 * kTFLOP, .tf32_flops = 378 * kTFLOP, .bf16_flops = 756 * kTFLOP,
-       .fp8_flops = 1513 * kTFLOP, .flash_attention_fraction = 0.35, .sm_count = 114,
+       .fp8_flops = 1513 * kTFLOP, .flash_attention_fraction = 0.35, .cudnn_attention_fraction = 0.56, .sm_count = 114,
        .stream_k_gemm = true, .nvlink_gen = 4,
        .nvlink_bytes_per_s = 300 * kGB, .nvlink_bridge_only = true, .nvlink_domain_gpus = 2, .pcie_gen = 5,
        .tdp_watts = 350,
@@ -113,7 +116,7 @@ std::vector<GpuSpec> make_catalog() {
        .fp32_flops = 67 * kTFLOP, .tf32_flops = 494.5 * kTFLOP, .bf16_flops = 989.4 * kTFLOP,
        .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 794.5 * kTFLOP,
        .sustained_matmul_bf16_flops = 668.0 * kTFLOP, .measured_matmul_fp8_flops = 1402.6 * kTFLOP,
-       .flash_attention_fraction = 0.35, .sm_count = 132, .stream_k_gemm = true, .nvlink_gen = 4,
+       .flash_attention_fraction = 0.35, .cudnn_attention_fraction = 0.56, .sm_count = 132, .stream_k_gemm = true, .nvlink_gen = 4,
        .nvlink_bytes_per_s = 200 * kGB, .nvlink_domain_gpus = 8, .pcie_gen = 5, .tdp_watts = 700,
        .source = "H800 SXM: secondary sources only (no NVIDIA page found); NVLink 400 GB/s both directions = 200/dir; "
                  "kernel rates those of the H100 SXM (same die, clock and power limit)",
@@ -135,7 +138,7 @@ std::vector<GpuSpec> make_catalog() {
        .fp8_flops = 1979 * kTFLOP, .measured_matmul_bf16_flops = 739.0 * kTFLOP,
        .sustained_matmul_bf16_flops = 668.0 * kTFLOP, .measured_matmul_fp8_flops = 1453.4 * kTFLOP,
        .sustained_matmul_fp8_flops = 1366 * kTFLOP, .measured_hbm_bytes_per_s = 4.00e12,
-       .flash_attention_fraction = 0.35, .sm_count = 132, .stream_k_gemm = true,
+       .flash_attention_fraction = 0.35, .cudnn_attention_fraction = 0.56, .sm_count = 132, .stream_k_gemm = true,
        .nvlink_gen = 4, .nvlink_bytes_per_s = 450 * kGB, .nvlink_domain_gpus = 8, .pcie_gen = 5, .tdp_watts = 700,
        .source = "gpus.csv row \"H200-SXM-141GB\" (H200 datasheet; STREAM, Azure ND H200 v5); BF16 GEMMs "
                  "measured on one H200 (tests/validation/h200_kernels.csv)",

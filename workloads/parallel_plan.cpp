@@ -68,7 +68,8 @@ Attention parse_attention(std::string_view text, std::string_view key) {
   if (text == "standard") return Attention::standard;
   if (text == "flash") return Attention::flash;
   if (text == "flash_triton") return Attention::flash_triton;
-  throw InputError(fmt::format("{} = '{}': valid values are standard, flash, flash_triton", key, text));
+  if (text == "cudnn") return Attention::cudnn;
+  throw InputError(fmt::format("{} = '{}': valid values are standard, flash, flash_triton, cudnn", key, text));
 }
 
 GradAccumulation parse_grad_accumulation(std::string_view text, std::string_view key) {
@@ -123,7 +124,10 @@ std::string_view schedule_name(Schedule s) {
                                       : "zbh1";
 }
 std::string_view attention_name(Attention a) {
-  return a == Attention::standard ? "standard" : a == Attention::flash ? "flash" : "flash_triton";
+  return a == Attention::standard       ? "standard"
+         : a == Attention::flash        ? "flash"
+         : a == Attention::flash_triton ? "flash_triton"
+                                        : "cudnn";
 }
 bool fused_attention(Attention a) { return a != Attention::standard; }
 CpComm parse_cp_comm(std::string_view text, std::string_view key) {

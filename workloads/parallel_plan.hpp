@@ -45,8 +45,10 @@ constexpr unsigned module_bit(RecomputeModule m) { return 1u << static_cast<unsi
 enum class Schedule { one_f_one_b, gpipe, interleaved, dualpipe, dualpipev, zbh1 };
 // standard: QK^T, softmax, dropout and the context GEMM as separate kernels (Megatron);
 // flash: one fused kernel that keeps no score-sized activations (FlashAttention-2);
-// flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP.
-enum class Attention { standard, flash, flash_triton };
+// flash_triton: the same algorithm in OpenAI Triton (flash_attn_triton), slower per FLOP;
+// cudnn: Transformer Engine's DotProductAttention as it picks its backend: cuDNN's fused attention
+// on Hopper and later, FlashAttention-2 before (the same activations as flash).
+enum class Attention { standard, flash, flash_triton, cudnn };
 bool fused_attention(Attention a);
 // How each micro-batch's weight gradients reach the gradient buffer: fused into the
 // weight-gradient GEMM, which accumulates into the fp32 main gradient (Megatron's

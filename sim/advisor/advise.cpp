@@ -48,7 +48,8 @@ double intra_node_bytes_per_s(const GpuSpec& g, const std::string& kind) {
 }
 
 // The rates the estimate runs kernels at: GEMMs at the GPU's sustained (else best measured)
-// matmul rate, fused attention at its published FlashAttention fraction of the peak, the rest at
+// matmul rate, fused attention at its published cuDNN (with Transformer Engine's attention) or
+// FlashAttention fraction of the peak, the rest at
 // the measured HBM bandwidth; each kernel pays a launch. A kernel that runs beside a collective
 // runs `overlap_slowdown` times slower (the simulator's: NCCL holds SMs).
 struct Rates {
@@ -56,12 +57,14 @@ struct Rates {
 };
 constexpr double kDefaultHbmEfficiency = 0.8;
 constexpr double kLaunchS = 2e-6;
-Rates rates_of(const GpuSpec& g) {
+Rates rates_of(const GpuSpec& g, Attention attention) {
   Rates r;
   r.gemm = g.sustained_matmul_bf16_flops > 0   ? g.sustained_matmul_bf16_flops
            : g.measured_matmul_bf16_flops > 0 ? g.measured_matmul_bf16_flops
                                               : kDefaultGemmEfficiency * g.bf16_flops;
-  r.flash = g.flash_attention_fraction > 0 ? g.flash_attention_fraction * g.bf16_flops : 0.8 * r.gemm;
+  const double fraction = attention == Attention::cudnn && g.cudnn_attention_fraction > 0 ? g.cudnn_attention_fraction
+                                                                                           : g.flash_attention_fraction;
+  r.flash = fraction > 0 ? fraction * g.bf16_flops : 0.8 * r.gemm;
   r.hbm = g.measured_hbm_bytes_per_s > 0 ? g.measured_hbm_bytes_per_s : kDefaultHbmEfficiency * g.hbm_bytes_per_s;
   r.overlap_slowdown = ComputeModel(g, Precision::bf16, Attention::flash).comm_overlap_slowdown();
   return r;
@@ -197,7 +200,9 @@ TrainingSetup setup_of(const ModelShape& m, const AdviseRow& r, const FrameworkS
 // The estimate of layout `r` (its node kind and NICs) as framework `fw` runs it.
 double estimate_layout_s(const ModelShape& m, const GpuSpec& g, const AdviseRow& r, const FrameworkSetup& fw,
                          int global_batch) {
-  EstimateContext c{m, training_plan(m, setup_of(m, r, fw, global_batch), r.tp, r.pp, r.dp), rates_of(g), 0, 0, 0, 0};
+  ParallelPlan plan = training_plan(m, setup_of(m, r, fw, global_batch), r.tp, r.pp, r.dp);
+  const Rates rates = rates_of(g, plan.attention);
+  EstimateContext c{m, std::move(plan), rates, 0, 0, 0, 0};
   c.plan.tp_overlap = fw.tp_overlap, c.plan.dp_overlap = fw.dp_overlap;
   const double intra = intra_node_bytes_per_s(g, r.node_kind);
   const double network = 0.9 * r.nics_per_node * r.nic_gbps / 8 * 1e9 / r.gpus_per_node;

@@ -54,7 +54,7 @@ constexpr const char* kUsage =
     "       dtsim collective [SCENARIO.ini] [--section.key=value ...]\n"
     "                        [--op all_reduce|reduce_scatter|all_gather|broadcast|all_to_all] [--gpus N]\n"
     "                        [--sizes 32K:16G] [--algo auto|ring|tree|hierarchical|nvls|nvls_tree] [--nccl VERSION] [--json]\n"
-    "       dtsim validate FILE.csv [--source ID,...] [--json]\n"
+    "       dtsim validate FILE.csv [--source ID,...] [--json] | dtsim validate FILE.csv --scenario RUN_ID\n"
     "       dtsim sweep [SCENARIO.ini] --sweep KEY=V1,V2,... [--sweep KEY=START:STOP:STEP ...] [--zip]\n"
     "                   [--section.key=value ...] [--output FILE.h5] [--csv FILE.csv] [--traces DIR] [--fold-tp]\n"
     "                   [--jobs N] [--shard K/N] [--resume] [--quiet]\n"
@@ -269,7 +269,8 @@ int validate_command(int argc, char** argv) {
   po::options_description own("dtsim validate options");
   own.add_options()("help,h", "print this help")("file", po::value<std::string>(), "runs CSV (training) or inference CSV")(
       "source", po::value<std::string>()->default_value(""), "only rows of these source_id (inference CSV: source) values (comma-separated)")(
-      "json", "print JSON");
+      "json", "print JSON")("scenario", po::value<std::string>(),
+                            "print the scenario file of row RUN_ID as validate runs it (dtsim run on it predicts the same step)");
   po::positional_options_description positional;
   positional.add("file", 1);
   po::variables_map vm;
@@ -290,6 +291,12 @@ int validate_command(int argc, char** argv) {
     if (!id.empty()) sources.push_back(id);
   const std::string file = vm["file"].as<std::string>();
   const bool json = vm.count("json") > 0;
+  if (vm.count("scenario")) {
+    if (is_inference_csv(file)) throw InputError(fmt::format("dtsim validate: --scenario takes a training runs CSV; "
+                                                             "{} is an inference CSV", file));
+    std::cout << validation_row_scenario(file, vm["scenario"].as<std::string>());
+    return 0;
+  }
   // An inference CSV (tests/validation/inference_runs.csv's columns) is compared through dtsim serve.
   if (is_inference_csv(file)) std::cout << inference_validation_report(validate_inference_runs(file, sources), json);
   else std::cout << validation_report(validate_runs(file, sources), json);

@@ -13,7 +13,7 @@ namespace dtsim {
 
 struct SweepRequest {
   SweepPlan plan;
-  Shard shard;
+  SweepShard shard;
   int jobs = 0;            // threads; 0 = all cores
   std::string output;      // HDF5 table, "" = none
   std::string csv;         // CSV table, "" = none; with neither, the CSV goes to stdout

@@ -142,9 +142,13 @@ double ComputeModel::flash_attention_seconds(const StageProgram& p, int op) cons
   // backward pass at kFlashBackwardOverForward of the forward's efficiency, plus its
   // recomputation of QK^T (2.5 forward GEMMs instead of 2). Both run on the causal half of the
   // score FLOPs. The Triton kernel runs at FlashAttention-2's speed divided by
-  // kTritonForwardSlowdown / kTritonBackwardSlowdown.
+  // kTritonForwardSlowdown / kTritonBackwardSlowdown. Transformer Engine's cuDNN attention runs at
+  // the GPU's published cuDNN fraction instead, where the catalog has one (Hopper); elsewhere TE
+  // runs FlashAttention-2 (before Hopper) or no cuDNN figure is published (the FlashAttention rate).
   const double d = p.gemm_k[op];
-  const double at_128 = gpu_.flash_attention_fraction > 0
+  const double at_128 = attention_ == Attention::cudnn && gpu_.cudnn_attention_fraction > 0
+                            ? gpu_.cudnn_attention_fraction
+                        : gpu_.flash_attention_fraction > 0
                             ? gpu_.flash_attention_fraction
                             : 0.8 * efficiency(other_, kReferenceSize, kReferenceSize, kReferenceSize, 1);
   double eff = std::min(1.0, at_128 * (d / (d + 32)) / (128.0 / 160.0));

@@ -9,7 +9,8 @@
 // rate over shapes (MAMF). A backward GEMM is timed as its two GEMMs
 // (input gradient and weight gradient), each with its own shape. Fused (flash) attention runs
 // at the GPU's published FlashAttention-2 fraction of peak, growing with the head dimension, or
-// slower as the Triton kernel. With FP8, the linear layers' GEMMs run at the FP8 rate after
+// slower as the Triton kernel, or at its published cuDNN fraction as Transformer Engine's cuDNN
+// attention. With FP8, the linear layers' GEMMs run at the FP8 rate after
 // Transformer Engine's cast-transpose kernels; attention and the LM head stay in BF16. Dropout's
 // forward runs at the HBM rate PyTorch's Philox dropout kernel reaches.
 #pragma once

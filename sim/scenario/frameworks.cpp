@@ -104,12 +104,13 @@ std::vector<FrameworkProfile> make_profiles() {
                     "BigScience's tr11 environment: PyTorch 1.11, whose wheels bundle NCCL 2.10.3"},
                }});
   p.push_back({"megatron-core", "Megatron-Core / NeMo / Megatron-Bridge (2024-2025; core_r0.8 to r0.13, NeMo 24.07+)",
-               "fused (cuDNN/flash) attention, sequence parallelism, distributed optimizer, overlapped DP and TP "
+               "Transformer Engine attention (cuDNN on Hopper and later), sequence parallelism, distributed optimizer, overlapped DP and TP "
                "communication, no dropout in the Llama/GPT recipes",
                {
-                   {"training.attention", "flash",
-                    "megatron/core/transformer/custom_layers/transformer_engine.py TEDotProductAttention (fused "
-                    "flash/cuDNN attention)"},
+                   {"training.attention", "cudnn",
+                    "megatron/core/extensions/transformer_engine.py TEDotProductAttention; Transformer Engine "
+                    "dot_product_attention/utils.py get_attention_backend: \"Disabling FlashAttention to give "
+                    "FusedAttention preference on Hopper+\" (cuDNN; flash-attn before Hopper)"},
                    {"training.dropout", "false",
                     "NeMo nemo/collections/llm/gpt/model/llama.py: attention_dropout = hidden_dropout = 0.0"},
                    {"training.grad_accumulation", "fused",
@@ -257,6 +258,12 @@ const FrameworkProfile& find_framework(std::string_view name) {
   std::string valid;
   for (const FrameworkProfile& p : framework_profiles()) valid += fmt::format("{}{}", valid.empty() ? "" : ", ", p.name);
   throw InputError(fmt::format("training.framework = '{}': valid profiles are {} (dtsim catalog frameworks)", name, valid));
+}
+
+std::string_view unconditional_setting(std::string_view profile, std::string_view key) {
+  for (const FrameworkSetting& s : find_framework(profile).settings)
+    if (key == s.key && s.when == Condition::any) return s.value;
+  throw InputError(fmt::format("profile {} sets {} only under conditions", profile, key));
 }
 
 const std::vector<std::string>& framework_keys() {

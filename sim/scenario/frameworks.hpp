@@ -36,6 +36,10 @@ const std::vector<FrameworkProfile>& framework_profiles();
 // The profile named `name`; throws InputError listing the valid names.
 const FrameworkProfile& find_framework(std::string_view name);
 
+// The value profile `profile` gives `key` whatever the precision and TP (training.attention, say);
+// throws InputError for an unknown profile or a key it sets only under a condition.
+std::string_view unconditional_setting(std::string_view profile, std::string_view key);
+
 // The scenario keys a profile sets (every profile sets each of them, for each precision and TP).
 const std::vector<std::string>& framework_keys();
 

@@ -68,7 +68,7 @@ constexpr Key kKeys[] = {
      "what training.recompute = selective reruns, comma-separated (Megatron-Core's --recompute-modules): core_attn (the unfused attention core), layernorm (the norms before the attention and the MLP: the GEMMs after them do not keep their inputs), mla_up_proj (MLA's up-projections: the attention does not keep Q, K, V), moe_act (the routed experts' activation: their second GEMM does not keep its input). DeepSeek-V3 recomputes layernorm and mla_up_proj. The modules other than core_attn rerun at the start of each layer's backward pass"},
     {"training.recompute_num_layers", "0",
      "with training.recompute = full, recompute only the first N layers of each stage's model chunk; the others keep their activations (Megatron-Core's --recompute-method block --recompute-num-layers N; torchtitan's layer-wise selective checkpointing of every second block recomputes as many). 0: every layer"},
-    {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel)"},
+    {"training.attention", "", "standard (separate QK^T, softmax, dropout, context kernels) | flash (fused, FlashAttention-2) | flash_triton (fused, Triton kernel) | cudnn (fused, Transformer Engine's choice: cuDNN on Hopper and later, FlashAttention-2 before)"},
     {"training.moe_load_imbalance", "1",
      "MoE: the most loaded EP rank's routed token copies over the mean, >= 1 (1 = force-balanced, as Megatron-Core's --moe-router-force-load-balancing and published benchmarks run); the EP group waits for that rank's grouped GEMMs and all-to-all traffic"},
     {"training.moe_capacity_factor", "0",

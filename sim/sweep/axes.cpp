@@ -197,17 +197,17 @@ SweepSpec make_sweep_spec(const std::string& path, const std::vector<SweepLine>&
   return spec;
 }
 
-Shard parse_shard(const std::string& text) {
+SweepShard parse_shard(const std::string& text) {
   const auto slash = text.find('/');
   long long k = 0, n = 0;
   if (slash == std::string::npos || !as_integer(text.substr(0, slash), k) || !as_integer(text.substr(slash + 1), n))
     throw InputError(fmt::format("--shard '{}': give K/N, e.g. 2/4 for the second of four slices", text));
   if (n < 1 || n > kMaxPoints) throw InputError(fmt::format("--shard {}: N must be >= 1", text));
   if (k < 1 || k > n) throw InputError(fmt::format("--shard {}: K must be between 1 and {}", text, n));
-  return Shard{static_cast<int>(k), static_cast<int>(n)};
+  return SweepShard{static_cast<int>(k), static_cast<int>(n)};
 }
 
-std::vector<std::int64_t> shard_points(std::int64_t total, Shard shard) {
+std::vector<std::int64_t> shard_points(std::int64_t total, SweepShard shard) {
   std::vector<std::int64_t> out;
   for (std::int64_t p = shard.index - 1; p < total; p += shard.count) out.push_back(p);
   return out;

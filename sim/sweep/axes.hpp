@@ -41,13 +41,13 @@ SweepSpec make_sweep_spec(const std::string& path, const std::vector<SweepLine>&
                           const std::vector<std::string>& cli_axes, bool cli_zip,
                           const std::vector<std::string>& fixed_keys);
 
-struct Shard {
+struct SweepShard {
   int index = 1;  // K, 1-based
   int count = 1;  // N
 };
 
-Shard parse_shard(const std::string& text);  // "K/N" with 1 <= K <= N
+SweepShard parse_shard(const std::string& text);  // "K/N" with 1 <= K <= N
 // The points of `shard` out of `total`, in increasing order.
-std::vector<std::int64_t> shard_points(std::int64_t total, Shard shard);
+std::vector<std::int64_t> shard_points(std::int64_t total, SweepShard shard);
 
 }  // namespace dtsim

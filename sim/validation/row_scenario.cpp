@@ -279,12 +279,14 @@ RowScenario row_scenario(const CsvRow& r) {
   }
 
   // Context parallelism: Megatron-Core's ring of K/V sends unless the row says the keys and values
-  // are all-gathered (Llama 3); it runs on fused attention whatever the profile's default.
+  // are all-gathered (Llama 3); it runs on fused attention: the profile's when it is fused (Transformer
+  // Engine's), else FlashAttention-2.
   if (cp > 1) {
     const bool gather = contains(framework_text, "all-gather") || contains(framework_text, "all_gather");
     a.push_back(fmt::format("--parallel.cp={}", cp));
     a.push_back(std::string("--parallel.cp_comm=") + (gather ? "all_gather" : "p2p"));
-    a.push_back("--training.attention=flash");
+    if (!fused_attention(parse_attention(unconditional_setting(out.framework, "training.attention"), "training.attention")))
+      a.push_back("--training.attention=flash");
     if (!gather) out.assumptions.push_back("cp_comm = p2p (Megatron-Core's ring of K/V sends)");
   }
 

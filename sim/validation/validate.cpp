@@ -17,6 +17,7 @@
 #include "sim/validation/moe_row.hpp"
 #include "sim/validation/row_scenario.hpp"
 #include "sim/base/input_file.hpp"
+#include "sim/base/nearest.hpp"
 
 namespace po = boost::program_options;
 
@@ -79,6 +80,27 @@ Scenario validation_scenario(const ValidationCase& c, const std::string& name) {
   Scenario sc = load_scenario("", vm);
   sc.source = fmt::format("{} row {}", name, c.row.id);
   return sc;
+}
+
+std::string validation_row_scenario(const std::string& csv_path, const std::string& id) {
+  std::ifstream in = open_input_file(csv_path, "the validation file");
+  const std::vector<ValidationCase> cases = read_validation_cases(in, csv_path, {});
+  const auto found = std::find_if(cases.begin(), cases.end(), [&](const ValidationCase& c) { return c.row.id == id; });
+  if (found == cases.end()) {
+    std::vector<std::string> ids;
+    for (const ValidationCase& c : cases) ids.push_back(c.row.id);
+    throw InputError(fmt::format("{}: no run_id '{}'{}; `dtsim validate {}` lists the run ids", csv_path, id,
+                                 did_you_mean(id, ids), csv_path));
+  }
+  const ValidationRow& row = found->row;
+  if (!row.skip_reason.empty())
+    throw InputError(fmt::format("{}: row {} cannot be simulated: {}", csv_path, id, row.skip_reason));
+  const Scenario sc = validation_scenario(*found, csv_path);
+  std::string out = fmt::format("# {} row {} ({}), as dtsim validate builds it\n", csv_path, id, row.source);
+  out += fmt::format("# measured step {:.6g} s (compared on {}); framework profile {}: {}\n", row.measured_s,
+                     row.compared_on, row.framework, row.framework_rule);
+  for (const std::string& a : row.assumptions) out += fmt::format("# assumed: {}\n", a);
+  return out + sc.resolved_text;
 }
 
 std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std::vector<std::string>& sources) {

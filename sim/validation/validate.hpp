@@ -43,6 +43,12 @@ std::vector<ValidationCase> read_validation_cases(std::istream& in, const std::s
 // The scenario of a case with overrides, checked as load_scenario does; throws InputError.
 Scenario validation_scenario(const ValidationCase& c, const std::string& name);
 
+// The scenario file of one row (run_id `id`) of the runs CSV: a comment header with the measured
+// step time, what it was compared on, the framework profile and the assumptions, then every key =
+// value as the row runs, so `dtsim run` on it predicts what `dtsim validate` does. Throws
+// InputError naming the file and the run ids for an unknown id, or the reason the row cannot be built.
+std::string validation_row_scenario(const std::string& csv_path, const std::string& id);
+
 // Throws InputError for an unreadable file or a missing column. `sources` filters by
 // source_id (empty: every row).
 std::vector<ValidationRow> validate_runs(const std::string& csv_path, const std::vector<std::string>& sources);
