@@ -198,6 +198,7 @@ const RouteInfo& Router::route(int src_gpu, int dst_gpu) const {
   auto& known = by_src_[src_gpu];
   const auto at = find(known);
   if (at != known.end() && at->first == dst_gpu) return *at->second;  // another thread's search, the same route
+  info.id = static_cast<int>(routes_.size());
   const RouteInfo& stored = routes_.emplace_back(std::move(info));
   known.insert(at, {dst_gpu, &stored});
   return stored;

@@ -25,6 +25,7 @@ struct RouteInfo {
   std::vector<int> links;       // link ids from source to destination
   double bottleneck_bytes_per_s = 0;  // slowest link on the route
   TimeNs latency_ns = 0;        // sum of link latencies
+  int id = -1;                  // its index among the router's cached routes (a key for caches of routes)
 };
 
 class Router {

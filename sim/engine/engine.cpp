@@ -424,6 +424,9 @@ class Simulation {
     } else {
       lower_collective(p.comm[op], p.bytes[op], rings, low.cost, low.hops, low.forward_bytes);
     }
+    // The kept hops carry their routes: each start of the collective's flows skips the look-up.
+    for (HopFlow& hop : low.hops)
+      if (!hop.route && hop.src_gpu != hop.dst_gpu) hop.route = &comm_.router().route(hop.src_gpu, hop.dst_gpu);
     return low;
   }
 

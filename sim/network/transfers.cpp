@@ -405,7 +405,7 @@ void Transfers::start(TimeNs now, const std::vector<HopFlow>& flows, std::span<c
 
 // The network links of the flow of chain flows[begin, end), in crossing order; a chain of
 // several hops is looked up by its hops' routes (the rings of a group run many collectives).
-const std::vector<int>& Transfers::flow_links(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end) {
+std::span<const int> Transfers::flow_links(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end) {
   auto route_of = [&](const HopFlow& hop) -> const RouteInfo& {
     return hop.route ? *hop.route : router_.route(hop.src_gpu, hop.dst_gpu);
   };
@@ -420,8 +420,17 @@ const std::vector<int>& Transfers::flow_links(const std::vector<HopFlow>& flows,
   };
   links_scratch_.clear();
   if (end - begin == 1) {
-    if (flows[begin].src_gpu != flows[begin].dst_gpu) append(route_of(flows[begin]), links_scratch_);
-    return links_scratch_;
+    if (flows[begin].src_gpu == flows[begin].dst_gpu) return {};
+    // A flow of its own: its links' chains, cached per route.
+    const RouteInfo& route = route_of(flows[begin]);
+    auto at = route_chains_.find(route.id);
+    if (at == route_chains_.end()) {
+      append(route, links_scratch_);  // may throw: store after
+      at = route_chains_.emplace(route.id, std::pair<int, int>(static_cast<int>(route_chain_links_.size()),
+                                                              static_cast<int>(links_scratch_.size()))).first;
+      route_chain_links_.insert(route_chain_links_.end(), links_scratch_.begin(), links_scratch_.end());
+    }
+    return std::span<const int>(route_chain_links_).subspan(at->second.first, at->second.second);
   }
   hop_routes_scratch_.clear();
   for (std::size_t k = begin; k < end; ++k)
@@ -524,7 +533,7 @@ void Transfers::start_phase(int id, TimeNs now, const std::vector<HopFlow>& flow
       i = end;
       continue;
     }
-    const std::vector<int>& links = flow_links(flows, i, end);
+    const std::span<const int> links = flow_links(flows, i, end);
     if (!links.empty()) own(net_.add_flow(links, f.bytes, now));
     i = end;
   }

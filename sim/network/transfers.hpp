@@ -113,7 +113,8 @@ class Transfers {
   int local(int link) const;
   // Adds the flows of the transfer's current phase at `now`.
   void start_phase(int id, TimeNs now, const std::vector<HopFlow>& flows);
-  const std::vector<int>& flow_links(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end);
+  // The flow network's links (series chains) of the flow over flows[begin, end); valid until the next call.
+  std::span<const int> flow_links(const std::vector<HopFlow>& flows, std::size_t begin, std::size_t end);
   // Lone mode (set_lone): the route of the chain flows[begin, end) (an index in lone_routes_);
   // a flow on it at the clock, its id as the flow network would give it; and the removal of the
   // flows finished by the clock, in id order.
@@ -146,6 +147,10 @@ class Transfers {
   };
   // A chain's links by its hops' routes (routes live as long as the router).
   std::unordered_map<std::vector<const RouteInfo*>, std::vector<int>, RoutesHash> chain_links_;
+  // A one-hop flow's links by its route's id: (offset in route_chain_links_, count). A map, not a
+  // vector by id: ids count the router's routes over the whole cluster, each Transfers uses its own.
+  std::unordered_map<int, std::pair<int, int>> route_chains_;
+  std::vector<int> route_chain_links_;
 
   // Lone mode.
   struct LoneRoute {
