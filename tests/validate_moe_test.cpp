@@ -156,9 +156,11 @@ TEST_CASE("every MoE row of published_runs.csv builds as its catalog model, none
     ++moe_rows;
     validate_plan(sc.plan, sc.model, sc.plan.num_ranks());  // the layout the row runs is valid
     if (sc.plan.tp > 1) CHECK(sc.plan.expert_folding());  // Megatron-Bridge's Qwen3 recipes: expert TP 1
-    if (c.row.id.find("_gb200_") != std::string::npos) CHECK(sc.cluster.gpu == "GB200");  // the catalog's, not a B200
+    // The catalog's own Blackwell parts, not the nearest name.
+    for (const auto& [system, gpu] : {std::pair{"_gb200_", "GB200"}, {"_gb300_", "GB300"}, {"_b300_", "B300"}})
+      if (c.row.id.find(system) != std::string::npos) CHECK(sc.cluster.gpu == gpu);
   }
-  CHECK(moe_rows == 26);  // Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B
+  CHECK(moe_rows == 35);  // Qwen3-30B-A3B, Qwen3-235B-A22B, GPT-OSS-120B
 }
 
 TEST_CASE("a selective row's recompute text names the modules it reruns", "[validate][moe]") {
