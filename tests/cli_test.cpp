@@ -271,6 +271,10 @@ TEST_CASE("dtsim validate --scenario prints a row's scenario, which dtsim run pr
   const Outcome unbuilt = run_dtsim("validate " + csv + " --scenario no_layers");
   CHECK(unbuilt.status == 2);
   CHECK_THAT(unbuilt.err, Catch::Contains("row no_layers cannot be simulated"));
+  const Outcome mixed = run_dtsim("validate " + csv + " --scenario nemo_tiny --json");
+  CHECK(mixed.status == 2);
+  CHECK_THAT(mixed.err, Catch::Contains("takes no --source or --json"));
+  CHECK(mixed.out.empty());
 }
 
 TEST_CASE("dtsim catalog lists models gpus and links with sources", "[cli]") {

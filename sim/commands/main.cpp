@@ -292,6 +292,8 @@ int validate_command(int argc, char** argv) {
   const std::string file = vm["file"].as<std::string>();
   const bool json = vm.count("json") > 0;
   if (vm.count("scenario")) {
+    if (json || !sources.empty())
+      throw InputError("dtsim validate: --scenario prints one row's scenario file; it takes no --source or --json");
     if (is_inference_csv(file)) throw InputError(fmt::format("dtsim validate: --scenario takes a training runs CSV; "
                                                              "{} is an inference CSV", file));
     std::cout << validation_row_scenario(file, vm["scenario"].as<std::string>());
