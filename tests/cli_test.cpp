@@ -190,7 +190,7 @@ TEST_CASE("dtsim collective --algo hierarchical over 4 nodes and cluster.spines"
   CHECK_THAT(clos.err, Catch::Contains("cluster.spines = 2") && Catch::Contains("fat_tree or rail"));
 }
 
-TEST_CASE("dtsim collective --nccl runs a release's protocols and NVLS; --algo nvls needs both", "[cli][comm][nvls]") {
+TEST_CASE("dtsim collective --nccl runs a release's protocols and NVLS: --algo nvls needs both", "[cli][comm][nvls]") {
   const Outcome h200 = run_dtsim("collective --cluster.gpu=H200 --cluster.nodes=1 --sizes 1G --nccl 2.27.7");
   INFO(h200.err);
   REQUIRE(h200.status == 0);
@@ -484,7 +484,7 @@ TEST_CASE("advise with no layout that fits says what would, and exits 4", "[cli]
   CHECK_THAT(o.err, Catch::Contains("try --max-gpus 64"));
 }
 
-TEST_CASE("a scenario file names its model and machine; --template gives one that runs", "[cli]") {
+TEST_CASE("a scenario file names its model and machine: --template gives one that runs", "[cli]") {
   const Outcome empty = run_dtsim("run " + write_file("empty.ini", ""));
   CHECK(empty.status == 2);
   CHECK_THAT(empty.err, Catch::Contains("has no [model] section") && Catch::Contains("dtsim run --template"));

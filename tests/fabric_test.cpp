@@ -233,7 +233,7 @@ TEST_CASE("a NIC between its GPU and its switch passes traffic on: one chain, it
     if (!crossed[id]) CHECK(net.link_bytes(id) == 0);
 }
 
-TEST_CASE("a non-blocking fat tree's leaf uplinks never bind; NIC ports, NVLink and tapered uplinks do",
+TEST_CASE("a non-blocking fat tree's leaf uplinks never bind: NIC ports, NVLink and tapered uplinks do",
           "[topology][comm]") {
   // 8 nodes of 8 GPUs with 8 NICs each: 64 NIC ports, two leaves of 32, one spine vertex.
   ClusterConfig c;

@@ -38,7 +38,7 @@ TEST_CASE("one flow on a 100 B/s link: rate 100, 1000 B end at 10 s", "[flow]") 
   CHECK(net.next_completion() == std::pair<TimeNs, int>{std::numeric_limits<TimeNs>::max(), -1});
 }
 
-TEST_CASE("two flows share a link; the survivor speeds up when the short one ends", "[flow]") {
+TEST_CASE("two flows share a link: the survivor speeds up when the short one ends", "[flow]") {
   FlowNetwork net({100.0});
   const std::vector<int> route = {0};
   const int s = net.add_flow(route, 500.0, 0);
@@ -61,7 +61,7 @@ TEST_CASE("two flows share a link; the survivor speeds up when the short one end
   CHECK(step(net, t) == std::vector<int>{l});
 }
 
-TEST_CASE("classic max-min: A(10) shared by flows 1, 2; B(20) shared by flows 2, 3", "[flow]") {
+TEST_CASE("classic max-min: A(10) shared by flows 1 and 2, B(20) by flows 2 and 3", "[flow]") {
   FlowNetwork net({10.0, 20.0});  // link 0 = A, link 1 = B
   const std::vector<int> a = {0}, ab = {0, 1}, b = {1};
   const int f1 = net.add_flow(a, 1e6, 0);
@@ -104,7 +104,7 @@ TEST_CASE("independent components: a flow on C leaves A/B rates alone", "[flow]"
   CHECK(net.rate(f3) == Approx(7.5));
 }
 
-TEST_CASE("link accounting: bytes carried, busy time; a zero-byte flow ends at once", "[flow]") {
+TEST_CASE("link accounting (bytes carried, busy time), and a zero-byte flow ends at once", "[flow]") {
   FlowNetwork net({100.0, 50.0});
   const std::vector<int> both = {0, 1}, first = {0}, none = {};
   // Flow over both links is limited by link 1: 50 B/s, so 500 B take 10 s.

@@ -31,7 +31,7 @@ Carried run_rack_scenario(std::vector<std::string> overrides) {
 
 }  // namespace
 
-TEST_CASE("the NVL72 scenario keeps its EP all-to-alls on the rack's NVLink; HGX nodes cannot", "[nvl72][scenario]") {
+TEST_CASE("the NVL72 scenario keeps its EP all-to-alls on the rack's NVLink: HGX nodes cannot", "[nvl72][scenario]") {
   const Carried rack = run_rack_scenario({});
   const Carried hgx = run_rack_scenario({"--cluster.node_kind=nvswitch", "--cluster.gpu=B200", "--cluster.nodes=64",
                                          "--cluster.gpus_per_node=8", "--cluster.nics_per_node=8"});
